@@ -1,0 +1,131 @@
+#include "CVaultCryptoShims.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+// Fetch the cipher and KDF implementations once: implicit fetching on every
+// call costs a provider lookup each time.
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+static EVP_CIPHER *aes256gcm_cipher = NULL;
+static EVP_KDF *hkdf_kdf = NULL;
+
+static void fetch_algorithms(void) {
+    aes256gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+    hkdf_kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+}
+
+static const EVP_CIPHER *aes256gcm(void) {
+    pthread_once(&fetch_once, fetch_algorithms);
+    return aes256gcm_cipher;
+}
+
+int vault_aes256gcm_seal(const uint8_t *key,
+                         const uint8_t *nonce,
+                         const uint8_t *aad, size_t aad_len,
+                         const uint8_t *plaintext, size_t plaintext_len,
+                         uint8_t *ciphertext,
+                         uint8_t *tag) {
+    if (key == NULL || nonce == NULL || tag == NULL) return VAULT_SHIM_ERROR;
+    if (aad_len > INT_MAX || plaintext_len > INT_MAX) return VAULT_SHIM_ERROR;
+    const EVP_CIPHER *cipher = aes256gcm();
+    if (cipher == NULL) return VAULT_SHIM_ERROR;
+
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return VAULT_SHIM_ERROR;
+    int result = VAULT_SHIM_ERROR;
+    int len = 0;
+    if (EVP_EncryptInit_ex(ctx, cipher, NULL, NULL, NULL) != 1) goto done;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, VAULT_AES256GCM_NONCE_BYTES, NULL) != 1) goto done;
+    if (EVP_EncryptInit_ex(ctx, NULL, NULL, key, nonce) != 1) goto done;
+    if (aad_len > 0 && EVP_EncryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto done;
+    if (plaintext_len > 0 && EVP_EncryptUpdate(ctx, ciphertext, &len, plaintext, (int)plaintext_len) != 1) goto done;
+    if (EVP_EncryptFinal_ex(ctx, ciphertext + (plaintext_len > 0 ? len : 0), &len) != 1) goto done;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, VAULT_AES256GCM_TAG_BYTES, tag) != 1) goto done;
+    result = VAULT_SHIM_OK;
+done:
+    EVP_CIPHER_CTX_free(ctx);
+    return result;
+}
+
+int vault_aes256gcm_open(const uint8_t *key,
+                         const uint8_t *nonce,
+                         const uint8_t *aad, size_t aad_len,
+                         const uint8_t *ciphertext, size_t ciphertext_len,
+                         const uint8_t *tag,
+                         uint8_t *plaintext) {
+    if (key == NULL || nonce == NULL || tag == NULL) return VAULT_SHIM_ERROR;
+    if (aad_len > INT_MAX || ciphertext_len > INT_MAX) return VAULT_SHIM_ERROR;
+    const EVP_CIPHER *cipher = aes256gcm();
+    if (cipher == NULL) return VAULT_SHIM_ERROR;
+
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return VAULT_SHIM_ERROR;
+    int result = VAULT_SHIM_ERROR;
+    int len = 0;
+    // The tag is always exactly 16 bytes: OpenSSL would accept a shorter prefix.
+    uint8_t tag_copy[VAULT_AES256GCM_TAG_BYTES];
+    for (size_t i = 0; i < VAULT_AES256GCM_TAG_BYTES; i++) tag_copy[i] = tag[i];
+
+    if (EVP_DecryptInit_ex(ctx, cipher, NULL, NULL, NULL) != 1) goto done;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, VAULT_AES256GCM_NONCE_BYTES, NULL) != 1) goto done;
+    if (EVP_DecryptInit_ex(ctx, NULL, NULL, key, nonce) != 1) goto done;
+    if (aad_len > 0 && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto done;
+    if (ciphertext_len > 0 && EVP_DecryptUpdate(ctx, plaintext, &len, ciphertext, (int)ciphertext_len) != 1) goto done;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, VAULT_AES256GCM_TAG_BYTES, tag_copy) != 1) goto done;
+    if (EVP_DecryptFinal_ex(ctx, plaintext + (ciphertext_len > 0 ? len : 0), &len) != 1) {
+        result = VAULT_SHIM_AUTH_FAILED;
+        goto done;
+    }
+    result = VAULT_SHIM_OK;
+done:
+    // Plaintext written before the tag check must never escape.
+    if (result != VAULT_SHIM_OK && ciphertext_len > 0 && plaintext != NULL) {
+        OPENSSL_cleanse(plaintext, ciphertext_len);
+    }
+    EVP_CIPHER_CTX_free(ctx);
+    return result;
+}
+
+int vault_hkdf_sha256(int mode,
+                      const uint8_t *key, size_t key_len,
+                      const uint8_t *salt, size_t salt_len,
+                      const uint8_t *info, size_t info_len,
+                      uint8_t *out, size_t out_len) {
+    pthread_once(&fetch_once, fetch_algorithms);
+    if (hkdf_kdf == NULL || out == NULL) return VAULT_SHIM_ERROR;
+    static const uint8_t empty = 0;
+    EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(hkdf_kdf);
+    if (ctx == NULL) return VAULT_SHIM_ERROR;
+    OSSL_PARAM params[6];
+    size_t n = 0;
+    params[n++] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+    params[n++] = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
+    params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+                      (void *)(key_len > 0 ? key : &empty), key_len);
+    if (mode != EVP_KDF_HKDF_MODE_EXPAND_ONLY) {
+        params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+                          (void *)(salt_len > 0 ? salt : &empty), salt_len);
+    }
+    if (mode != EVP_KDF_HKDF_MODE_EXTRACT_ONLY) {
+        params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+                          (void *)(info_len > 0 ? info : &empty), info_len);
+    }
+    params[n] = OSSL_PARAM_construct_end();
+    int rc = EVP_KDF_derive(ctx, out, out_len, params);
+    EVP_KDF_CTX_free(ctx);
+    return rc == 1 ? VAULT_SHIM_OK : VAULT_SHIM_ERROR;
+}
+
+void vault_secure_zero(uint8_t *buffer, size_t length) {
+    if (buffer != NULL && length > 0) OPENSSL_cleanse(buffer, length);
+}
+
+int vault_constant_time_compare(const uint8_t *a, const uint8_t *b, size_t length) {
+    if (length == 0) return 0;
+    return CRYPTO_memcmp(a, b, length);
+}

@@ -1,0 +1,64 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Dependencies point one way only:
+// VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
+let package = Package(
+    name: "vault",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "vault", targets: ["VaultCLI"]),
+        .library(name: "CredentialVault", targets: ["CredentialVault"]),
+        .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "CModules/COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev", "pkg-config"])]
+        ),
+        .target(
+            name: "CVaultCryptoShims",
+            dependencies: ["COpenSSL"],
+            path: "CModules/CVaultCryptoShims"
+        ),
+        .target(
+            name: "VaultCrypto",
+            dependencies: ["CVaultCryptoShims", "COpenSSL"]
+        ),
+        .target(
+            name: "CredentialVault",
+            dependencies: [
+                "VaultCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "VaultCLI",
+            dependencies: [
+                "CredentialVault",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "VaultCryptoTests",
+            dependencies: ["VaultCrypto"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "CredentialVaultTests",
+            dependencies: ["CredentialVault", "VaultCrypto"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "VaultCLITests",
+            dependencies: ["CredentialVault"],
+            resources: [.copy("Fixtures")]
+        ),
+    ]
+)

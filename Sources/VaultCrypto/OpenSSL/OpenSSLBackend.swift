@@ -1,0 +1,159 @@
+internal import COpenSSL
+internal import CVaultCryptoShims
+
+/// The one place where VaultCrypto calls libcrypto. Every return code is
+/// checked right after the call; failures drain OpenSSL's error queue into a
+/// `CryptoError` whose text never contains key or plaintext bytes.
+enum OpenSSLBackend {
+    static let aesKeyByteCount = Int(VAULT_AES256GCM_KEY_BYTES)
+    static let aesNonceByteCount = Int(VAULT_AES256GCM_NONCE_BYTES)
+    static let aesTagByteCount = Int(VAULT_AES256GCM_TAG_BYTES)
+
+    /// The linked library's version text (`OpenSSL_version(OPENSSL_VERSION)`).
+    static var versionText: String {
+        guard let text = OpenSSL_version(OPENSSL_VERSION) else { return "unknown" }
+        return String(cString: text)
+    }
+
+    /// Reads and clears OpenSSL's error queue (`ERR_get_error`, `ERR_error_string_n`).
+    static func drainErrors(operation: String) -> CryptoError {
+        var messages: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            let end = buffer.firstIndex(of: 0) ?? buffer.count
+            messages.append(String(decoding: buffer[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return .openSSL(operation: operation, detail: messages.isEmpty ? "no detail in the error queue" : messages.joined(separator: "; "))
+    }
+
+    // MARK: Memory
+
+    /// Wipes `buffer` (`OPENSSL_cleanse`).
+    static func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        vault_secure_zero(base.assumingMemoryBound(to: UInt8.self), buffer.count)
+    }
+
+    /// Compares two equally long buffers in constant time (`CRYPTO_memcmp`).
+    static func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+        return vault_constant_time_compare(pa.assumingMemoryBound(to: UInt8.self), pb.assumingMemoryBound(to: UInt8.self), a.count) == 0
+    }
+
+    // MARK: Random
+
+    /// Fills `buffer` from the DRBG (`RAND_bytes`); a failure throws, never leaves zeros.
+    static func randomFill(_ buffer: UnsafeMutableRawBufferPointer) throws {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        guard buffer.count <= Int(Int32.max) else { throw CryptoError.invalidInputSize(what: "random request", actual: buffer.count) }
+        guard RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1 else {
+            secureZero(buffer)
+            _ = drainErrors(operation: "RAND_bytes")
+            throw CryptoError.randomGenerationFailed
+        }
+    }
+
+    // MARK: AES-256-GCM
+
+    /// Encrypts with `vault_aes256gcm_seal` (EVP_EncryptInit_ex and friends).
+    static func aesGCMSeal(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+                           plaintext: UnsafeRawBufferPointer, ciphertext: UnsafeMutableRawBufferPointer,
+                           tag: UnsafeMutableRawBufferPointer) throws {
+        precondition(key.count == aesKeyByteCount && nonce.count == aesNonceByteCount && tag.count == aesTagByteCount,
+                     "sizes are validated by AES256GCM before reaching the backend")
+        precondition(ciphertext.count >= plaintext.count, "ciphertext buffer too small")
+        let rc = vault_aes256gcm_seal(
+            u8(key), u8(nonce), u8(aad), aad.count, u8(plaintext), plaintext.count,
+            ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            tag.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        guard rc == VAULT_SHIM_OK else { throw drainErrors(operation: "AES-256-GCM seal") }
+    }
+
+    /// Decrypts with `vault_aes256gcm_open`; `plaintext` is wiped unless the tag verifies.
+    static func aesGCMOpen(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+                           ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+                           plaintext: UnsafeMutableRawBufferPointer) throws {
+        precondition(key.count == aesKeyByteCount && nonce.count == aesNonceByteCount && tag.count == aesTagByteCount,
+                     "sizes are validated by AES256GCM before reaching the backend")
+        precondition(plaintext.count >= ciphertext.count, "plaintext buffer too small")
+        let rc = vault_aes256gcm_open(
+            u8(key), u8(nonce), u8(aad), aad.count, u8(ciphertext), ciphertext.count, u8(tag),
+            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        switch rc {
+        case VAULT_SHIM_OK:
+            return
+        case VAULT_SHIM_AUTH_FAILED:
+            ERR_clear_error()
+            throw CryptoError.authenticationFailure
+        default:
+            throw drainErrors(operation: "AES-256-GCM open")
+        }
+    }
+
+    // MARK: Hashes, MACs and KDFs
+
+    /// SHA-256 (`EVP_Digest` with `EVP_sha256`).
+    static func sha256(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
+        precondition(out.count == 32, "SHA-256 output is 32 bytes")
+        var length: UInt32 = 0
+        guard EVP_Digest(data.baseAddress, data.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil) == 1,
+              length == 32 else {
+            throw drainErrors(operation: "SHA-256")
+        }
+    }
+
+    /// HMAC-SHA256 (one-shot `HMAC`).
+    static func hmacSHA256(key: UnsafeRawBufferPointer, data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
+        precondition(out.count == 32, "HMAC-SHA256 output is 32 bytes")
+        guard key.count <= Int(Int32.max) else { throw CryptoError.invalidInputSize(what: "HMAC key", actual: key.count) }
+        var length: UInt32 = 0
+        var empty: UInt8 = 0
+        let result = withUnsafeMutablePointer(to: &empty) { emptyPointer in
+            HMAC(EVP_sha256(), key.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(key.count),
+                 u8(data) ?? UnsafePointer(emptyPointer), data.count,
+                 out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        }
+        guard result != nil, length == 32 else { throw drainErrors(operation: "HMAC-SHA256") }
+    }
+
+    /// HKDF-SHA256 modes, matching `EVP_KDF_HKDF_MODE_*`.
+    enum HKDFMode: Int32 {
+        case extractAndExpand = 0
+        case extractOnly = 1
+        case expandOnly = 2
+    }
+
+    /// HKDF-SHA256 through `EVP_KDF "HKDF"`.
+    static func hkdfSHA256(mode: HKDFMode, key: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer,
+                           info: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
+        let rc = vault_hkdf_sha256(mode.rawValue, u8(key), key.count, u8(salt), salt.count, u8(info), info.count,
+                                   out.baseAddress?.assumingMemoryBound(to: UInt8.self), out.count)
+        guard rc == VAULT_SHIM_OK else { throw drainErrors(operation: "HKDF-SHA256") }
+    }
+
+    /// scrypt through `EVP_PBE_scrypt`, always with an explicit `maxmem`.
+    static func scrypt(password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer,
+                       n: UInt64, r: UInt64, p: UInt64, maxMemory: UInt64,
+                       into out: UnsafeMutableRawBufferPointer) throws {
+        var empty: UInt8 = 0
+        let rc = withUnsafeMutablePointer(to: &empty) { emptyPointer in
+            EVP_PBE_scrypt(
+                password.baseAddress.map { $0.assumingMemoryBound(to: CChar.self) }
+                    ?? UnsafeRawPointer(emptyPointer).assumingMemoryBound(to: CChar.self),
+                password.count,
+                u8(salt) ?? UnsafePointer(emptyPointer), salt.count,
+                n, r, p, maxMemory,
+                out.baseAddress?.assumingMemoryBound(to: UInt8.self), out.count)
+        }
+        guard rc == 1 else { throw drainErrors(operation: "scrypt") }
+    }
+
+    private static func u8(_ buffer: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? {
+        guard buffer.count > 0 else { return nil }
+        return buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)
+    }
+}

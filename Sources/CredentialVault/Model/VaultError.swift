@@ -1,0 +1,106 @@
+/// The one error type of the credential vault.
+///
+/// Each cause has its own `code` so callers (and the CLI's exit codes) can tell
+/// "wrong key" from "tampered" from "busy". Messages name the thing and the fix,
+/// never a secret.
+public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, as a stable, extensible code.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The stable name of the code, e.g. "wrongKey".
+        public let rawValue: String
+        /// Wraps a raw code name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The raw name.
+        public var description: String { rawValue }
+
+        /// A vault, entry or file does not exist.
+        public static let notFound = Code(rawValue: "notFound")
+        /// A vault or entry already exists and replacing was not asked for.
+        public static let alreadyExists = Code(rawValue: "alreadyExists")
+        /// The passphrase or key does not open this vault.
+        public static let wrongKey = Code(rawValue: "wrongKey")
+        /// A key file or key is malformed (wrong length, unreadable).
+        public static let invalidKey = Code(rawValue: "invalidKey")
+        /// Authenticated data failed its check after the key was accepted: the file was altered.
+        public static let tampered = Code(rawValue: "tampered")
+        /// The file is not a well-formed vault (bad magic, truncated, bad lengths).
+        public static let corrupt = Code(rawValue: "corrupt")
+        /// The file has a format version this build does not read.
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
+        /// The file's KDF parameters are outside the compiled-in policy.
+        public static let kdfOutsidePolicy = Code(rawValue: "kdfOutsidePolicy")
+        /// The file is older than a generation this store has already seen.
+        public static let rollbackDetected = Code(rawValue: "rollbackDetected")
+        /// A file or directory has unsafe ownership, mode, links or is a symlink.
+        public static let insecurePermissions = Code(rawValue: "insecurePermissions")
+        /// Another process holds the vault lock past the timeout.
+        public static let busy = Code(rawValue: "busy")
+        /// An input is out of range (name too long, secret too large, bad kind).
+        public static let invalidInput = Code(rawValue: "invalidInput")
+        /// A system call failed (disk full, I/O error, permission denied).
+        public static let io = Code(rawValue: "io")
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A sentence saying what and where, without secrets.
+    public let message: String
+    /// The file or directory concerned, when there is one.
+    public let path: String?
+    /// What the user can do about it, when we know.
+    public let fix: String?
+
+    /// Creates an error. Never put secret bytes in any field.
+    public init(_ code: Code, _ message: String, path: String? = nil, fix: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.fix = fix
+    }
+
+    /// "message (path): fix".
+    public var description: String {
+        var text = message
+        if let path { text += " (\(path))" }
+        if let fix { text += ". \(fix)" }
+        return text
+    }
+}
+
+extension VaultError {
+    /// An entry of that name does not exist.
+    public static func entryNotFound(_ name: String) -> VaultError {
+        VaultError(.notFound, "no entry named '\(name)'", fix: "run 'vault list' to see the names")
+    }
+
+    /// No vault at that location.
+    public static func vaultNotFound(path: String) -> VaultError {
+        VaultError(.notFound, "no vault here", path: path, fix: "create one with 'vault init' or pass --vault DIR")
+    }
+
+    /// An entry of that name exists already.
+    public static func entryExists(_ name: String) -> VaultError {
+        VaultError(.alreadyExists, "an entry named '\(name)' already exists", fix: "use --replace to overwrite it")
+    }
+
+    /// The key did not unwrap the data key.
+    public static let wrongKey = VaultError(.wrongKey, "the passphrase or key file does not open this vault",
+                                            fix: "check --key-file, VAULT_KEY_FILE or the passphrase")
+
+    /// A region of the file failed authentication or parsing.
+    public static func tampered(region: String, path: String? = nil) -> VaultError {
+        VaultError(.tampered, "the vault failed its integrity check in the \(region)", path: path,
+                   fix: "the file was altered or damaged; restore it from a backup")
+    }
+
+    /// The file is not a well-formed vault.
+    public static func corrupt(_ reason: String, path: String? = nil) -> VaultError {
+        VaultError(.corrupt, "the vault file is malformed: \(reason)", path: path,
+                   fix: "the file was truncated or is not a vault; restore it from a backup")
+    }
+
+    /// I/O failure with errno text.
+    public static func io(_ operation: String, path: String?, errno code: Int32) -> VaultError {
+        VaultError(.io, "\(operation) failed: \(SystemErrorText.describe(code))", path: path)
+    }
+}

@@ -45,6 +45,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(
+            name: "VaultTestWorker",
+            dependencies: ["CredentialVault", "VaultCrypto"]
+        ),
         .testTarget(
             name: "VaultCryptoTests",
             dependencies: ["VaultCrypto"],
@@ -52,7 +56,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultTests",
-            dependencies: ["CredentialVault", "VaultCrypto"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

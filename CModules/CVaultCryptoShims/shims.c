@@ -44,7 +44,8 @@ int vault_aes256gcm_seal(const uint8_t *key,
     if (EVP_EncryptInit_ex(ctx, NULL, NULL, key, nonce) != 1) goto done;
     if (aad_len > 0 && EVP_EncryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto done;
     if (plaintext_len > 0 && EVP_EncryptUpdate(ctx, ciphertext, &len, plaintext, (int)plaintext_len) != 1) goto done;
-    if (EVP_EncryptFinal_ex(ctx, ciphertext + (plaintext_len > 0 ? len : 0), &len) != 1) goto done;
+    uint8_t final_block[16];
+    if (EVP_EncryptFinal_ex(ctx, final_block, &len) != 1 || len != 0) goto done;  // GCM emits nothing here
     if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, VAULT_AES256GCM_TAG_BYTES, tag) != 1) goto done;
     result = VAULT_SHIM_OK;
 done:
@@ -77,7 +78,8 @@ int vault_aes256gcm_open(const uint8_t *key,
     if (aad_len > 0 && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto done;
     if (ciphertext_len > 0 && EVP_DecryptUpdate(ctx, plaintext, &len, ciphertext, (int)ciphertext_len) != 1) goto done;
     if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, VAULT_AES256GCM_TAG_BYTES, tag_copy) != 1) goto done;
-    if (EVP_DecryptFinal_ex(ctx, plaintext + (ciphertext_len > 0 ? len : 0), &len) != 1) {
+    uint8_t final_block[16];
+    if (EVP_DecryptFinal_ex(ctx, final_block, &len) != 1) {
         result = VAULT_SHIM_AUTH_FAILED;
         goto done;
     }

@@ -47,17 +47,21 @@ public enum Scrypt {
         public var p: ClosedRange<UInt32>
         /// The `maxmem` ceiling passed to OpenSSL.
         public var maximumMemoryBytes: UInt64
+        /// The most work accepted, as N·r·p (scrypt's running time is proportional to it).
+        public var maximumWork: UInt64
 
         /// Creates bounds.
-        public init(logN: ClosedRange<UInt8>, r: ClosedRange<UInt32>, p: ClosedRange<UInt32>, maximumMemoryBytes: UInt64) {
+        public init(logN: ClosedRange<UInt8>, r: ClosedRange<UInt32>, p: ClosedRange<UInt32>, maximumMemoryBytes: UInt64,
+                    maximumWork: UInt64 = 1 << 24) {
             self.logN = logN
             self.r = r
             self.p = p
             self.maximumMemoryBytes = maximumMemoryBytes
+            self.maximumWork = maximumWork
         }
 
         /// Wide enough for RFC 7914's vectors, narrow enough that a hostile file cannot
-        /// make us allocate more than 1.25 GiB or run for minutes.
+        /// make us allocate more than 1.25 GiB or do more work than N·r·p = 2^24 (about 10 s here).
         public static let standard = Bounds(logN: 1...20, r: 1...32, p: 1...16, maximumMemoryBytes: 1_342_177_280)
 
         /// Throws unless `parameters` lie inside these bounds.
@@ -71,6 +75,10 @@ public enum Scrypt {
             }
             guard p.contains(parameters.p) else {
                 throw CryptoError.parameterOutOfBounds("p", "\(parameters.p) is outside \(p.lowerBound)...\(p.upperBound)")
+            }
+            let (work, overflow) = parameters.n.multipliedReportingOverflow(by: UInt64(parameters.r) * UInt64(parameters.p))
+            guard !overflow, work <= maximumWork else {
+                throw CryptoError.parameterOutOfBounds("work", "\(parameters) exceeds N·r·p = \(maximumWork)")
             }
             guard let memory = parameters.requiredMemoryBytes, memory <= maximumMemoryBytes else {
                 throw CryptoError.parameterOutOfBounds("memory", "\(parameters) needs more than \(maximumMemoryBytes) bytes")

@@ -1,0 +1,33 @@
+/// What a stored secret is. Stored as one byte in the vault file.
+public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// An OAuth 2.0 / bearer access token.
+    case accessToken
+    /// An OAuth 2.0 refresh token.
+    case refreshToken
+    /// An OpenID Connect id token.
+    case idToken
+    /// A password.
+    case password
+    /// Anything else: API keys, cookies, app secrets.
+    case generic
+
+    /// The byte written to the file (format v1).
+    var code: UInt8 {
+        switch self {
+        case .accessToken: 1
+        case .refreshToken: 2
+        case .idToken: 3
+        case .password: 4
+        case .generic: 5
+        }
+    }
+
+    /// The kind for a byte from the file, or nil for an unknown byte.
+    init?(code: UInt8) {
+        guard let kind = EntryKind.allCases.first(where: { $0.code == code }) else { return nil }
+        self = kind
+    }
+
+    /// The raw name, e.g. "accessToken".
+    public var description: String { rawValue }
+}

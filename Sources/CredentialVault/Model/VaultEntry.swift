@@ -1,0 +1,63 @@
+import Foundation
+import VaultCrypto
+
+/// An entry with its secret, as returned by `SecretStore.entry(named:owner:)`.
+public struct VaultEntry: Sendable, CustomStringConvertible {
+    /// The entry's metadata.
+    public let metadata: EntryMetadata
+    /// The secret bytes, in zeroising memory.
+    public let secret: SecureBytes
+
+    /// Pairs metadata with a secret.
+    public init(metadata: EntryMetadata, secret: SecureBytes) {
+        self.metadata = metadata
+        self.secret = secret
+    }
+
+    /// Names the entry; never shows the secret.
+    public var description: String { "VaultEntry(\(metadata.owner.isEmpty ? "" : metadata.owner + "/")\(metadata.name), \(metadata.kind), secret redacted)" }
+}
+
+/// What to store: the input to `SecretStore.put`.
+public struct NewEntry: Sendable {
+    /// The name, unique within `owner`.
+    public var name: String
+    /// The owner namespace ("" for app-wide).
+    public var owner: String
+    /// The secret bytes (up to `VaultLimits.maximumSecretBytes`).
+    public var secret: SecureBytes
+    /// What the secret is.
+    public var kind: EntryKind
+    /// Optional label.
+    public var label: String?
+    /// Optional expiry.
+    public var expiresAt: Date?
+    /// Whether it moves to the account on sign-in from guest.
+    public var transferable: Bool
+
+    /// Describes a new or replacement entry.
+    public init(name: String, owner: String = "", secret: SecureBytes, kind: EntryKind = .generic,
+                label: String? = nil, expiresAt: Date? = nil, transferable: Bool = true) {
+        self.name = name
+        self.owner = owner
+        self.secret = secret
+        self.kind = kind
+        self.label = label
+        self.expiresAt = expiresAt
+        self.transferable = transferable
+    }
+}
+
+/// Size caps, checked before anything is allocated or written.
+public enum VaultLimits {
+    /// Longest entry name or owner, in UTF-8 bytes.
+    public static let maximumNameBytes = 256
+    /// Longest label, in UTF-8 bytes.
+    public static let maximumLabelBytes = 1024
+    /// Largest secret: 1 MiB.
+    public static let maximumSecretBytes = 1 << 20
+    /// Most entries in one vault.
+    public static let maximumEntries = 100_000
+    /// Largest vault file: 512 MiB.
+    public static let maximumFileBytes = 512 << 20
+}

@@ -1,0 +1,83 @@
+import Foundation
+import VaultCrypto
+
+/// An entry as it sits in the vault: metadata in the clear (inside the encrypted
+/// index), secret still sealed under the value key.
+struct SealedEntry: Sendable, Equatable {
+    var name: String
+    var owner: String
+    var kind: EntryKind
+    var label: String?
+    var createdMilliseconds: Int64
+    var updatedMilliseconds: Int64
+    var expiresMilliseconds: Int64?
+    var transferable: Bool
+    var nonce: [UInt8]
+    var ciphertext: [UInt8]
+    var tag: [UInt8]
+
+    var metadata: EntryMetadata {
+        EntryMetadata(name: name, owner: owner, kind: kind, label: label,
+                      createdAt: Date(millisecondsSince1970: createdMilliseconds),
+                      updatedAt: Date(millisecondsSince1970: updatedMilliseconds),
+                      expiresAt: expiresMilliseconds.map { Date(millisecondsSince1970: $0) },
+                      transferable: transferable, secretByteCount: ciphertext.count)
+    }
+
+    /// The sort key: owner bytes, then name bytes. The index must be strictly ascending.
+    var key: EntryKey { EntryKey(owner: owner, name: name) }
+
+    /// The AAD of the value: label ‖ vault id ‖ owner ‖ name, so a value cannot move to another entry or vault.
+    static func valueAAD(vaultID: [UInt8], owner: String, name: String) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64 + owner.utf8.count + name.utf8.count)
+        writer.append(contentsOf: VaultFileLayout.valueAADPrefix)
+        writer.append(contentsOf: vaultID)
+        writer.append(UInt16(owner.utf8.count))
+        writer.append(contentsOf: owner.utf8)
+        writer.append(UInt16(name.utf8.count))
+        writer.append(contentsOf: name.utf8)
+        return writer.bytes
+    }
+
+    /// Seals `secret` for the entry (owner, name) with a fresh random nonce.
+    static func seal(_ secret: SecureBytes, owner: String, name: String, vaultID: [UInt8], key: SymmetricKey) throws
+        -> (nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
+        let box = try AES256GCM.seal(secret, using: key, authenticating: valueAAD(vaultID: vaultID, owner: owner, name: name))
+        return (box.nonce.bytes, box.ciphertext, box.tag)
+    }
+
+    /// Opens the secret. - Throws: `.tampered` naming the entry when it does not verify.
+    func open(vaultID: [UInt8], key: SymmetricKey, path: String?) throws -> SecureBytes {
+        do {
+            let box = try AES256GCM.SealedBox(nonce: AES256GCM.Nonce(bytes: nonce), ciphertext: ciphertext, tag: tag)
+            return try AES256GCM.open(box, using: key, authenticating: Self.valueAAD(vaultID: vaultID, owner: owner, name: name))
+        } catch let error as CryptoError where error.isAuthenticationFailure {
+            throw VaultError.tampered(region: "value of entry '\(name)'", path: path)
+        }
+    }
+}
+
+/// Identifies an entry: owner namespace and name, ordered bytewise.
+struct EntryKey: Hashable, Comparable, Sendable {
+    var owner: String
+    var name: String
+
+    static func < (lhs: EntryKey, rhs: EntryKey) -> Bool {
+        if lhs.owner != rhs.owner { return lhs.owner.utf8.lexicographicallyPrecedes(rhs.owner.utf8) }
+        return lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8)
+    }
+}
+
+extension Date {
+    /// A date from whole milliseconds since 1970 (the vault's time unit).
+    init(millisecondsSince1970 milliseconds: Int64) {
+        self.init(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+    }
+
+    /// Whole milliseconds since 1970, rounded down.
+    var millisecondsSince1970: Int64 {
+        let value = (timeIntervalSince1970 * 1000).rounded(.down)
+        guard value.isFinite else { return 0 }
+        return Int64(clamping: Int(exactly: value) ?? (value > 0 ? Int.max : Int.min))
+    }
+}

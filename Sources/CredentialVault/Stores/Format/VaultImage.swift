@@ -1,0 +1,31 @@
+/// The decoded contents of a vault file: header fields and sealed entries in index order.
+struct VaultImage: Sendable {
+    var minorVersion: UInt8
+    var vaultID: [UInt8]
+    var slot: KeySlot
+    var generation: UInt64
+    /// Strictly ascending by `EntryKey`.
+    var entries: [SealedEntry]
+
+    /// Binary search for an entry.
+    func index(of key: EntryKey) -> Int? {
+        var low = 0, high = entries.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let candidate = entries[mid].key
+            if candidate == key { return mid }
+            if candidate < key { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
+    /// Where `key` is or would be inserted.
+    func insertionIndex(of key: EntryKey) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].key < key { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}

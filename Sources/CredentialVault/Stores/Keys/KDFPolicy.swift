@@ -1,0 +1,55 @@
+import VaultCrypto
+
+/// The compiled-in scrypt policy for passphrase vaults.
+///
+/// A file whose parameters fall outside it is refused before scrypt runs, so a
+/// tampered header can neither weaken the KDF nor make us burn minutes and gigabytes.
+public struct KDFPolicy: Sendable, Hashable {
+    /// logN used for new vaults.
+    public let defaultLogN: UInt8
+    /// Lowest logN accepted when opening.
+    public let minimumLogN: UInt8
+    /// Highest logN accepted when opening.
+    public let maximumLogN: UInt8
+    /// The only accepted r.
+    public let r: UInt32
+    /// The only accepted p.
+    public let p: UInt32
+    /// Salt length in bytes.
+    public let saltByteCount: Int
+
+    /// The policy every user gets: scrypt N = 2^17 (floor 2^17, ceiling 2^20), r = 8, p = 1, 32-byte salt (OWASP).
+    public static let standard = KDFPolicy(defaultLogN: 17, minimumLogN: 17, maximumLogN: 20, r: 8, p: 1, saltByteCount: 32)
+
+    /// A fast policy for this package's own tests. `package` access: no user-settable switch reaches it.
+    package static let testing = KDFPolicy(defaultLogN: 10, minimumLogN: 10, maximumLogN: 12, r: 8, p: 1, saltByteCount: 32)
+
+    init(defaultLogN: UInt8, minimumLogN: UInt8, maximumLogN: UInt8, r: UInt32, p: UInt32, saltByteCount: Int) {
+        self.defaultLogN = defaultLogN
+        self.minimumLogN = minimumLogN
+        self.maximumLogN = maximumLogN
+        self.r = r
+        self.p = p
+        self.saltByteCount = saltByteCount
+    }
+
+    /// The parameters new vaults get.
+    var defaultParameters: Scrypt.Parameters { .init(logN: defaultLogN, r: r, p: p) }
+
+    /// Throws `kdfOutsidePolicy` unless `parameters` are allowed. Runs before any KDF work.
+    func check(_ parameters: Scrypt.Parameters, path: String?) throws {
+        guard parameters.r == r, parameters.p == p,
+              (minimumLogN...maximumLogN).contains(parameters.logN) else {
+            throw VaultError(.kdfOutsidePolicy,
+                             "KDF parameters outside policy: the file asks for scrypt \(parameters), "
+                                 + "this build accepts logN \(minimumLogN)...\(maximumLogN), r=\(r), p=\(p)",
+                             path: path,
+                             fix: "the header was altered or the vault was made by an incompatible tool; restore it from a backup")
+        }
+    }
+
+    /// Bounds handed to the crypto layer, matching this policy.
+    var scryptBounds: Scrypt.Bounds {
+        Scrypt.Bounds(logN: minimumLogN...maximumLogN, r: r...r, p: p...p, maximumMemoryBytes: 1_342_177_280)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import VaultCrypto
+
+/// The secret that opens a vault: a passphrase, or 32 bytes of key material
+/// (from a key file or handed in by an app).
+public enum VaultKey: Sendable, CustomStringConvertible {
+    /// A passphrase, stretched with scrypt. Must not be empty.
+    case passphrase(SecureBytes)
+    /// 32 random bytes, expanded with HKDF-SHA256 (no stretching needed).
+    case keyMaterial(SecureBytes)
+
+    /// The length of key material and of key files: 32 bytes.
+    public static let keyMaterialByteCount = 32
+
+    /// Reads a key file: exactly 32 bytes, a regular file owned by you with no group or world access.
+    /// - Throws: `VaultError` `.invalidKey` for a wrong size, `.insecurePermissions`, `.notFound`, `.io`.
+    public static func fromKeyFile(path: String) throws -> VaultKey {
+        var bytes = try SecureFileSystem.readPrivateFile(path, maxBytes: 4096)
+        defer { SecureWipe.wipe(&bytes) }
+        guard bytes.count == keyMaterialByteCount else {
+            throw VaultError(.invalidKey, "a key file must hold exactly \(keyMaterialByteCount) bytes; this one holds \(bytes.count)",
+                             path: path, fix: "create one with 'vault keygen FILE'")
+        }
+        return .keyMaterial(SecureBytes(copying: bytes))
+    }
+
+    /// Writes a new random 32-byte key file with mode 0600; refuses to overwrite.
+    /// - Throws: `.alreadyExists` when the file exists, `.io` on failure.
+    public static func generateKeyFile(path: String) throws {
+        if SecureFileSystem.exists(path) {
+            throw VaultError(.alreadyExists, "a file already exists at this path", path: path,
+                             fix: "choose another path; key files are never overwritten")
+        }
+        let key = try SecureRandom.secureBytes(count: keyMaterialByteCount)
+        var bytes = key.withUnsafeBytes { Array($0) }
+        defer { SecureWipe.wipe(&bytes) }
+        try SecureFileSystem.createFileExclusively(path, contents: bytes)
+    }
+
+    /// The key slot kind this key fits.
+    var slotKind: KeySlotKind {
+        switch self {
+        case .passphrase: .scrypt
+        case .keyMaterial: .keyMaterial
+        }
+    }
+
+    /// Checks the key's shape before any file is touched.
+    func validate() throws {
+        switch self {
+        case let .passphrase(bytes):
+            guard !bytes.isEmpty else {
+                throw VaultError(.invalidKey, "the passphrase is empty", fix: "use a non-empty passphrase")
+            }
+        case let .keyMaterial(bytes):
+            guard bytes.count == Self.keyMaterialByteCount else {
+                throw VaultError(.invalidKey, "key material must be exactly \(Self.keyMaterialByteCount) bytes; got \(bytes.count)",
+                                 fix: "create a key file with 'vault keygen FILE'")
+            }
+        }
+    }
+
+    /// Says which kind of key, never the key.
+    public var description: String {
+        switch self {
+        case .passphrase: "VaultKey.passphrase(redacted)"
+        case .keyMaterial: "VaultKey.keyMaterial(redacted)"
+        }
+    }
+}

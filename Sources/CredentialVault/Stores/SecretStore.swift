@@ -1,0 +1,348 @@
+import Foundation
+import Logging
+import Synchronization
+import VaultCrypto
+
+/// The encrypted token store: named secrets with metadata in one authenticated vault file.
+///
+/// Thread-safe. Every read sees a complete committed file; every write takes an
+/// exclusive `flock` on a separate lock file, re-reads the vault, applies the change
+/// and replaces the file durably (temp file 0600, fsync, rename, fsync directory).
+public final class SecretStore: Sendable {
+    /// Options for opening or creating a store.
+    public struct Options: Sendable {
+        /// How long to wait for another process's lock before failing with `.busy`.
+        public var lockTimeout: Duration
+        /// The clock for timestamps.
+        public var clock: @Sendable () -> Date
+        /// A generation this caller has already seen (for example from a previous run);
+        /// an older file is refused as a rollback.
+        public var minimumGeneration: UInt64
+        /// Where diagnostics go. Never receives secrets.
+        public var logger: Logger
+        /// The KDF policy. `package` so that only this package's tests can change it.
+        package var kdfPolicy: KDFPolicy
+
+        /// Default options: 10 s lock timeout, the system clock, no remembered generation, no logging.
+        public init(lockTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> Date = { Date() },
+                    minimumGeneration: UInt64 = 0,
+                    logger: Logger = Logger(label: "vault.store", factory: { _ in SwiftLogNoOpLogHandler() })) {
+            self.lockTimeout = lockTimeout
+            self.clock = clock
+            self.minimumGeneration = minimumGeneration
+            self.logger = logger
+            self.kdfPolicy = .standard
+        }
+    }
+
+    /// The file names inside a vault directory.
+    public enum FileNames {
+        /// The vault file.
+        public static let vault = "secrets.vault"
+        /// The lock file (never holds data).
+        public static let lock = "secrets.lock"
+    }
+
+    /// The vault directory.
+    public let directory: String
+    /// The vault file's path.
+    public let vaultPath: String
+    let lockPath: String
+    let options: Options
+    private let state: Mutex<State>
+
+    struct State: ~Copyable {
+        var key: VaultKey
+        var kekCache: [KEKCacheKey: SymmetricKey] = [:]
+        var dataKeysCache: (dek: SymmetricKey, vaultID: [UInt8], keys: DataKeys)?
+        var highestGeneration: UInt64
+        var vaultID: [UInt8]?
+    }
+
+    struct KEKCacheKey: Hashable {
+        var kind: UInt8
+        var parameters: Scrypt.Parameters
+        var salt: [UInt8]
+    }
+
+    private init(directory: String, key: VaultKey, options: Options) {
+        self.directory = directory
+        self.vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
+        self.lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
+        self.options = options
+        self.state = Mutex(State(key: key, highestGeneration: options.minimumGeneration))
+    }
+
+    /// True when a vault file exists in `directory`.
+    public static func exists(in directory: String) -> Bool {
+        SecureFileSystem.exists((directory as NSString).appendingPathComponent(FileNames.vault))
+    }
+
+    /// Creates a new, empty vault in `directory` (made 0700 if missing).
+    /// - Parameters:
+    ///   - directory: The vault directory.
+    ///   - key: The passphrase or key material that will open it.
+    ///   - options: Timeouts, clock, logger.
+    /// - Returns: The open store.
+    /// - Throws: `.alreadyExists` when a vault is there; `.invalidKey`; `.insecurePermissions`; `.io`.
+    public static func create(in directory: String, key: VaultKey, options: Options = Options()) throws -> SecretStore {
+        try key.validate()
+        try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
+        let store = SecretStore(directory: directory, key: key, options: options)
+        try store.createFile()
+        return store
+    }
+
+    /// Opens the vault in `directory`, checking permissions, the key and every authenticated region but the secrets.
+    /// - Throws: `.notFound`, `.wrongKey`, `.invalidKey`, `.corrupt`, `.tampered`, `.unsupportedVersion`,
+    ///   `.kdfOutsidePolicy`, `.insecurePermissions`, `.rollbackDetected`, `.io`.
+    public static func open(in directory: String, key: VaultKey, options: Options = Options()) throws -> SecretStore {
+        try key.validate()
+        let store = SecretStore(directory: directory, key: key, options: options)
+        guard SecureFileSystem.exists(store.vaultPath) else { throw VaultError.vaultNotFound(path: directory) }
+        try SecureFileSystem.checkPrivateDirectory(directory)
+        _ = try store.state.withLock { state in try store.load(&state) }
+        return store
+    }
+
+    // MARK: Reading
+
+    /// The vault's random id, in hex.
+    public var vaultID: String {
+        state.withLock { state in (state.vaultID ?? []).map { String(format: "%02x", $0) }.joined() }
+    }
+
+    /// The highest generation this store has seen (it increases by one with every write).
+    public var generation: UInt64 { state.withLock { $0.highestGeneration } }
+
+    /// Metadata of every entry (or of one owner's), without secrets.
+    /// - Throws: the errors of `open`.
+    public func list(owner: String? = nil) throws -> [EntryMetadata] {
+        try read { image, _ in image.entries.lazy.filter { owner == nil || $0.owner == owner }.map(\.metadata) }
+    }
+
+    /// One entry's metadata.
+    /// - Throws: `.notFound`, and the errors of `open`.
+    public func metadata(named name: String, owner: String = "") throws -> EntryMetadata {
+        try read { image, _ in
+            guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+            return image.entries[position].metadata
+        }
+    }
+
+    /// One entry with its secret.
+    /// - Throws: `.notFound`, `.tampered`, and the errors of `open`.
+    public func entry(named name: String, owner: String = "") throws -> VaultEntry {
+        try read { image, keys in
+            guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+            let sealed = image.entries[position]
+            return VaultEntry(metadata: sealed.metadata, secret: try sealed.open(vaultID: image.vaultID, key: keys.value, path: vaultPath))
+        }
+    }
+
+    /// One entry's secret.
+    /// - Throws: `.notFound`, `.tampered`, and the errors of `open`.
+    public func secret(named name: String, owner: String = "") throws -> SecureBytes {
+        try entry(named: name, owner: owner).secret
+    }
+
+    /// Authenticates the header, the index and every secret.
+    /// - Returns: A report listing entries that failed.
+    /// - Throws: when the header or index fail (nothing can be checked then).
+    public func verify() throws -> VerificationReport {
+        try read { image, keys in
+            var failures: [VerificationReport.Failure] = []
+            for sealed in image.entries {
+                do {
+                    _ = try sealed.open(vaultID: image.vaultID, key: keys.value, path: vaultPath)
+                } catch let error as VaultError {
+                    failures.append(.init(owner: sealed.owner, name: sealed.name, error: error))
+                }
+            }
+            return VerificationReport(vaultID: Self.hex(image.vaultID), generation: image.generation,
+                                      entriesChecked: image.entries.count, failures: failures)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Adds an entry, or replaces it when `replace` is true.
+    /// - Returns: The stored metadata.
+    /// - Throws: `.alreadyExists` without `replace`, `.invalidInput`, `.busy`, and the errors of `open`.
+    @discardableResult
+    public func put(_ entry: NewEntry, replace: Bool = false) throws -> EntryMetadata {
+        try update { transaction in try transaction.put(entry, replace: replace) }
+    }
+
+    /// Removes an entry.
+    /// - Throws: `.notFound`, `.busy`, and the errors of `open`.
+    public func remove(named name: String, owner: String = "") throws {
+        try update { transaction in try transaction.remove(named: name, owner: owner) }
+    }
+
+    /// Applies several changes as one durable write under the vault lock.
+    /// Nothing is written when `body` throws or changes nothing.
+    /// - Returns: What `body` returns.
+    /// - Throws: what `body` throws; `.busy`; the errors of `open`; `.io`.
+    public func update<T>(_ body: (inout VaultTransaction) throws -> T) throws -> T {
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }
+            SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
+            let (image, keys, kek) = try load(&state)
+            var transaction = VaultTransaction(image: image, keys: keys, now: options.clock(), path: vaultPath)
+            let result = try body(&transaction)
+            if transaction.changed {
+                var next = transaction.image
+                next.generation = image.generation + 1
+                try write(next, keys: keys, kek: kek, state: &state)
+            }
+            return result
+        }
+    }
+
+    /// Rewraps the data key under a new passphrase or key. O(1) in the number of entries.
+    /// - Throws: `.invalidKey`, `.busy`, and the errors of `open`.
+    public func changeKey(to newKey: VaultKey) throws {
+        try newKey.validate()
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }
+            var (image, keys, _) = try load(&state)
+            let fresh = try KeyHierarchy.newSlotParameters(for: newKey, policy: options.kdfPolicy)
+            let newKEK = try KeyHierarchy.deriveKEK(key: newKey, kind: fresh.kind, parameters: fresh.parameters, salt: fresh.salt,
+                                                    policy: options.kdfPolicy, path: vaultPath)
+            image.slot = KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt, wrapNonce: [], wrappedDEK: [], wrapTag: [])
+            image.generation += 1
+            try write(image, keys: keys, kek: newKEK, state: &state)
+            state.key = newKey
+            state.kekCache = [KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt): newKEK]
+            options.logger.info("vault key changed", metadata: ["generation": "\(image.generation)"])
+        }
+    }
+
+    /// Makes a new data key and re-encrypts every secret under it.
+    /// - Throws: `.tampered` if a secret fails to authenticate (nothing is written), `.busy`, the errors of `open`.
+    public func rotate() throws {
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }
+            var (image, oldKeys, kek) = try load(&state)
+            let newKeys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
+            for position in image.entries.indices {
+                let entry = image.entries[position]
+                let secret = try entry.open(vaultID: image.vaultID, key: oldKeys.value, path: vaultPath)
+                let sealed = try SealedEntry.seal(secret, owner: entry.owner, name: entry.name, vaultID: image.vaultID, key: newKeys.value)
+                image.entries[position].nonce = sealed.nonce
+                image.entries[position].ciphertext = sealed.ciphertext
+                image.entries[position].tag = sealed.tag
+            }
+            image.generation += 1
+            try write(image, keys: newKeys, kek: kek, state: &state)
+            options.logger.info("vault data key rotated", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])
+        }
+    }
+
+    /// Crypto-shreds the vault: overwrites the file (and with it the wrapped key) with zeros,
+    /// removes it and the lock file, and forgets the keys held in memory.
+    /// - Throws: `.busy`, `.io`.
+    public func wipe() throws {
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
+            try SecureFileSystem.overwriteAndRemove(vaultPath)
+            lock.release()
+            try SecureFileSystem.removeFile(lockPath, ignoreMissing: true)
+            state.kekCache = [:]
+            state.dataKeysCache = nil
+            options.logger.info("vault wiped")
+        }
+    }
+
+    // MARK: Internals
+
+    private func read<T>(_ body: (VaultImage, DataKeys) throws -> T) throws -> T {
+        try state.withLock { state in
+            let (image, keys, _) = try load(&state)
+            return try body(image, keys)
+        }
+    }
+
+    /// Reads and decodes the current file, checking rollback and identity.
+    private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
+        let file: [UInt8]
+        do {
+            file = try SecureFileSystem.readPrivateFile(vaultPath, maxBytes: VaultLimits.maximumFileBytes)
+        } catch let error as VaultError where error.code == .notFound {
+            throw VaultError.vaultNotFound(path: directory)
+        }
+        let key = state.key
+        let policy = options.kdfPolicy
+        var kekCache = state.kekCache
+        var dataKeysCache = state.dataKeysCache
+        let (image, keys, kek) = try VaultFileCodec.decode(
+            file, path: vaultPath,
+            kekProvider: { slot in
+                let cacheKey = KEKCacheKey(kind: slot.kind.rawValue, parameters: slot.scrypt, salt: slot.salt)
+                if let cached = kekCache[cacheKey] { return cached }
+                let kek = try KeyHierarchy.deriveKEK(key: key, kind: slot.kind, parameters: slot.scrypt, salt: slot.salt,
+                                                     policy: policy, path: vaultPath)
+                kekCache[cacheKey] = kek
+                return kek
+            },
+            dataKeysProvider: { dek, vaultID in
+                if let cached = dataKeysCache, cached.dek == dek, cached.vaultID == vaultID { return cached.keys }
+                let keys = try DataKeys(dek: dek, vaultID: vaultID)
+                dataKeysCache = (dek, vaultID, keys)
+                return keys
+            })
+        state.kekCache = kekCache
+        state.dataKeysCache = dataKeysCache
+        if let known = state.vaultID, known != image.vaultID {
+            throw VaultError(.tampered, "the vault file was replaced by a different vault", path: vaultPath,
+                             fix: "restore the original file, or open the other vault explicitly")
+        }
+        guard image.generation >= state.highestGeneration else {
+            throw VaultError(.rollbackDetected,
+                             "the vault file is generation \(image.generation), older than generation \(state.highestGeneration) seen before",
+                             path: vaultPath, fix: "an older copy was restored over the vault; restore the newest copy")
+        }
+        state.vaultID = image.vaultID
+        state.highestGeneration = image.generation
+        return (image, keys, kek)
+    }
+
+    private func write(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey, state: inout State) throws {
+        let bytes = try VaultFileCodec.encode(image, keys: keys, kek: kek)
+        try SecureFileSystem.writeFileAtomically(vaultPath, contents: bytes)
+        state.highestGeneration = image.generation
+        state.dataKeysCache = (keys.dek, image.vaultID, keys)
+        options.logger.debug("vault written", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])
+    }
+
+    private func createFile() throws {
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }
+            if SecureFileSystem.exists(vaultPath) {
+                throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
+                                 fix: "open it instead, or choose another --vault directory")
+            }
+            let fresh = try KeyHierarchy.newSlotParameters(for: state.key, policy: options.kdfPolicy)
+            let kek = try KeyHierarchy.deriveKEK(key: state.key, kind: fresh.kind, parameters: fresh.parameters, salt: fresh.salt,
+                                                 policy: options.kdfPolicy, path: vaultPath)
+            let vaultID = try SecureRandom.bytes(count: VaultFileLayout.vaultIDByteCount)
+            let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: vaultID)
+            let image = VaultImage(minorVersion: VaultFileLayout.minorVersion, vaultID: vaultID,
+                                   slot: KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt,
+                                                 wrapNonce: [], wrappedDEK: [], wrapTag: []),
+                                   generation: 1, entries: [])
+            try write(image, keys: keys, kek: kek, state: &state)
+            state.vaultID = vaultID
+            state.kekCache[KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt)] = kek
+            options.logger.info("vault created")
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import VaultCrypto
+
+/// A set of changes applied to the vault as one durable write.
+///
+/// Handed to the closure of `SecretStore.update(_:)`, which holds the vault lock
+/// for its whole duration; either every change lands or none does.
+public struct VaultTransaction: ~Copyable {
+    var image: VaultImage
+    let keys: DataKeys
+    let now: Date
+    let path: String?
+    private(set) var changed = false
+
+    init(image: VaultImage, keys: DataKeys, now: Date, path: String?) {
+        self.image = image
+        self.keys = keys
+        self.now = now
+        self.path = path
+    }
+
+    /// Metadata of every entry, or of one owner's entries, in name order.
+    public func list(owner: String? = nil) -> [EntryMetadata] {
+        image.entries.lazy.filter { owner == nil || $0.owner == owner }.map(\.metadata)
+    }
+
+    /// Metadata of one entry, or nil.
+    public func metadata(named name: String, owner: String = "") -> EntryMetadata? {
+        image.index(of: EntryKey(owner: owner, name: name)).map { image.entries[$0].metadata }
+    }
+
+    /// One entry's secret.
+    /// - Throws: `.notFound`, `.tampered`.
+    public func secret(named name: String, owner: String = "") throws -> SecureBytes {
+        guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+        return try image.entries[position].open(vaultID: image.vaultID, key: keys.value, path: path)
+    }
+
+    /// Adds an entry, or replaces it when `replace` is true (keeping its creation date).
+    /// - Returns: The stored metadata.
+    /// - Throws: `.alreadyExists` without `replace`; `.invalidInput` for names, labels or secrets over the caps.
+    @discardableResult
+    public mutating func put(_ entry: NewEntry, replace: Bool = false) throws -> EntryMetadata {
+        try EntryValidation.checkName(entry.name)
+        try EntryValidation.checkOwner(entry.owner)
+        try EntryValidation.checkLabel(entry.label)
+        try EntryValidation.checkSecret(byteCount: entry.secret.count)
+        let key = EntryKey(owner: entry.owner, name: entry.name)
+        let existing = image.index(of: key)
+        if existing != nil, !replace { throw VaultError.entryExists(entry.name) }
+        if existing == nil, image.entries.count >= VaultLimits.maximumEntries {
+            throw VaultError(.invalidInput, "the vault holds the maximum of \(VaultLimits.maximumEntries) entries",
+                             fix: "remove entries you no longer need")
+        }
+        let sealed = try SealedEntry.seal(entry.secret, owner: entry.owner, name: entry.name, vaultID: image.vaultID, key: keys.value)
+        let nowMilliseconds = now.millisecondsSince1970
+        let stored = SealedEntry(
+            name: entry.name, owner: entry.owner, kind: entry.kind, label: entry.label,
+            createdMilliseconds: existing.map { image.entries[$0].createdMilliseconds } ?? nowMilliseconds,
+            updatedMilliseconds: nowMilliseconds,
+            expiresMilliseconds: entry.expiresAt?.millisecondsSince1970,
+            transferable: entry.transferable,
+            nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag)
+        if let existing {
+            image.entries[existing] = stored
+        } else {
+            image.entries.insert(stored, at: image.insertionIndex(of: key))
+        }
+        changed = true
+        return stored.metadata
+    }
+
+    /// Removes an entry.
+    /// - Throws: `.notFound` when there is none.
+    public mutating func remove(named name: String, owner: String = "") throws {
+        guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+        image.entries.remove(at: position)
+        changed = true
+    }
+
+    /// Removes every entry of `owner`. - Returns: how many were removed.
+    @discardableResult
+    public mutating func removeAll(owner: String) -> Int {
+        let before = image.entries.count
+        image.entries.removeAll { $0.owner == owner }
+        let removed = before - image.entries.count
+        if removed > 0 { changed = true }
+        return removed
+    }
+}

@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension SecureFileSystem {
+    /// Reads a whole private file after checking it the way OpenSSH checks private keys.
+    ///
+    /// Opens with `O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK` (non-blocking so a FIFO planted
+    /// at the path cannot hang us; it is then refused as not a regular file) and checks the
+    /// opened file with `fstat`: regular, owned by the effective user, no group/other bits,
+    /// exactly one link, at most `maxBytes` long.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - maxBytes: the largest size accepted; checked before reading and while reading.
+    /// - Returns: the exact contents.
+    /// - Throws: `VaultError` `.notFound`; `.insecurePermissions` for a symlink or an unsafe
+    ///   file (the fix says e.g. "chmod 600"); `.corrupt` "file larger than N bytes"; `.io`.
+    static func readPrivateFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
+        let descriptor: OwnedDescriptor
+        do {
+            descriptor = OwnedDescriptor(try Syscall.openFile(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
+        } catch {
+            switch error.code {
+            case ENOENT: throw VaultError.fileNotFound(path)
+            case ELOOP: throw VaultError.symbolicLink(path)
+            default: throw error.vaultError("opening the file", path: path)
+            }
+        }
+        let status: stat
+        do {
+            status = try Syscall.status(of: descriptor.raw)
+        } catch {
+            throw error.vaultError("checking the file", path: path)
+        }
+        try PrivacyCheck.requirePrivateFile(status, path: path)
+        guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
+        do {
+            return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
+        } catch {
+            // The file grew after fstat: treat it like a file that was too large from the start.
+            if error.code == EFBIG && error.call == "read" { throw VaultError.fileTooLarge(path, limit: maxBytes) }
+            throw error.vaultError("reading the file", path: path)
+        }
+    }
+}

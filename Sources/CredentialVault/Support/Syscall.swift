@@ -1,0 +1,183 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one place that calls the C file API.
+///
+/// Every wrapper retries on `EINTR` where that is safe and reports failures as
+/// `SyscallError`. Typed throws keep the errno without formatting it, so callers can
+/// switch on the code. `fsync` and `close` are never retried (see their docs).
+enum Syscall {
+    /// Opens `path`. The corresponding C function is `open(2)`.
+    static func openFile(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(SyscallError) -> Int32 {
+        try retryingOnInterrupt("open") { open(path, flags, mode) }
+    }
+
+    /// Opens `name` relative to the directory `directory`. The C function is `openat(2)`.
+    static func openFile(_ name: String, in directory: Int32, _ flags: Int32, mode: mode_t = 0) throws(SyscallError) -> Int32 {
+        try retryingOnInterrupt("openat") { openat(directory, name, flags, mode) }
+    }
+
+    /// Closes a descriptor. The C function is `close(2)`.
+    ///
+    /// Not retried on EINTR: on Linux the descriptor is released even then, and a retry
+    /// could close a descriptor another thread has just been given.
+    static func closeDescriptor(_ descriptor: Int32) throws(SyscallError) {
+        guard close(descriptor) == 0 else { throw SyscallError(call: "close", code: errno) }
+    }
+
+    /// Status of an open descriptor. The C function is `fstat(2)`.
+    static func status(of descriptor: Int32) throws(SyscallError) -> stat {
+        var result = stat()
+        _ = try retryingOnInterrupt("fstat") { fstat(descriptor, &result) }
+        return result
+    }
+
+    /// Status of `path` itself, not what a symlink points to. The C function is `lstat(2)`.
+    static func linkStatus(_ path: String) throws(SyscallError) -> stat {
+        var result = stat()
+        _ = try retryingOnInterrupt("lstat") { lstat(path, &result) }
+        return result
+    }
+
+    /// Status of `name` in `directory`, not following a symlink. The C function is `fstatat(2)`.
+    static func linkStatus(_ name: String, in directory: Int32) throws(SyscallError) -> stat {
+        var result = stat()
+        _ = try retryingOnInterrupt("fstatat") { fstatat(directory, name, &result, AT_SYMLINK_NOFOLLOW) }
+        return result
+    }
+
+    /// Sets the permission bits of an open file, ignoring the umask. The C function is `fchmod(2)`.
+    static func setMode(of descriptor: Int32, _ mode: mode_t) throws(SyscallError) {
+        _ = try retryingOnInterrupt("fchmod") { fchmod(descriptor, mode) }
+    }
+
+    /// Sets the permission bits of `path`, ignoring the umask. The C function is `chmod(2)`.
+    static func setMode(of path: String, _ mode: mode_t) throws(SyscallError) {
+        _ = try retryingOnInterrupt("chmod") { chmod(path, mode) }
+    }
+
+    /// Creates a directory. The C function is `mkdir(2)`.
+    static func makeDirectory(_ path: String, mode: mode_t) throws(SyscallError) {
+        _ = try retryingOnInterrupt("mkdir") { mkdir(path, mode) }
+    }
+
+    /// Writes all of `bytes`, continuing after partial writes. The C functions are
+    /// `write(2)`, or `pwrite(2)` when `offset` is given.
+    static func writeAll(_ descriptor: Int32, _ bytes: ArraySlice<UInt8>, at offset: Int? = nil) throws(SyscallError) {
+        let failure = bytes.withUnsafeBytes { buffer -> SyscallError? in
+            guard let base = buffer.baseAddress else { return nil }
+            var done = 0
+            while done < buffer.count {
+                let outcome = attempt(offset == nil ? "write" : "pwrite") {
+                    if let offset { return pwrite(descriptor, base + done, buffer.count - done, off_t(offset + done)) }
+                    return write(descriptor, base + done, buffer.count - done)
+                }
+                let written: Int
+                switch outcome {
+                case .success(let count): written = count
+                case .failure(let error): return error
+                }
+                // write(2) returns 0 only for a zero count; anything else would loop forever.
+                guard written > 0 else { return SyscallError(call: "write", code: EIO) }
+                done += written
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads until end of file, failing with `EFBIG` once more than `limit` bytes arrive.
+    /// The C function is `read(2)`.
+    static func readAll(_ descriptor: Int32, expectedCount: Int, limit: Int) throws(SyscallError) -> [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(min(expectedCount, limit) + 1)
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let outcome = chunk.withUnsafeMutableBytes { buffer in
+                attempt("read") { read(descriptor, buffer.baseAddress, buffer.count) }
+            }
+            let count = try outcome.get()
+            if count == 0 { return result }
+            guard result.count + count <= limit else { throw SyscallError(call: "read", code: EFBIG) }
+            result.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Flushes a file or directory to stable storage. The C function is `fsync(2)`.
+    ///
+    /// Never retried: after a failed fsync the kernel may have dropped the dirty pages,
+    /// so a second call can succeed without the data being on disk.
+    static func synchronize(_ descriptor: Int32) throws(SyscallError) {
+        guard fsync(descriptor) == 0 else { throw SyscallError(call: "fsync", code: errno) }
+    }
+
+    /// Renames within one directory, replacing `newName`. The C function is `renameat(2)`.
+    static func renameEntry(_ oldName: String, to newName: String, in directory: Int32) throws(SyscallError) {
+        _ = try retryingOnInterrupt("renameat") { renameat(directory, oldName, directory, newName) }
+    }
+
+    /// Removes a non-directory entry. The C function is `unlinkat(2)`.
+    static func unlinkEntry(_ name: String, in directory: Int32) throws(SyscallError) {
+        _ = try retryingOnInterrupt("unlinkat") { unlinkat(directory, name, 0) }
+    }
+
+    /// Takes or drops an advisory lock. The C function is `flock(2)`.
+    static func lockFile(_ descriptor: Int32, _ operation: Int32) throws(SyscallError) {
+        _ = try retryingOnInterrupt("flock") { flock(descriptor, operation) }
+    }
+
+    /// Names in a directory (without "." and ".."). The C functions are `fdopendir(3)` and `readdir(3)`.
+    static func entries(of directory: Int32) throws(SyscallError) -> [String] {
+        // fdopendir takes ownership of its descriptor, so give it a duplicate.
+        let copy = try retryingOnInterrupt("dup") { fcntl(directory, F_DUPFD_CLOEXEC, 0) }
+        guard let stream = fdopendir(copy) else {
+            let code = errno
+            _ = close(copy)
+            throw SyscallError(call: "fdopendir", code: code)
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names = [String]()
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw SyscallError(call: "readdir", code: errno) }
+                return names
+            }
+            let name = withUnsafePointer(to: entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+                    String(cString: $0)
+                }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
+    /// Sleeps the calling thread. The C function is `nanosleep(2)`; an early wake-up is harmless.
+    static func pause(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        _ = nanosleep(&request, nil)
+    }
+
+    /// Runs `body` until it returns something other than -1 with `errno == EINTR`.
+    private static func retryingOnInterrupt<Value: BinaryInteger>(
+        _ call: String, _ body: () -> Value
+    ) throws(SyscallError) -> Value {
+        try attempt(call, body).get()
+    }
+
+    /// `retryingOnInterrupt` as a `Result`, for use inside buffer closures.
+    private static func attempt<Value: BinaryInteger>(
+        _ call: String, _ body: () -> Value
+    ) -> Result<Value, SyscallError> {
+        while true {
+            let result = body()
+            if result != -1 { return .success(result) }
+            let code = errno
+            if code != EINTR { return .failure(SyscallError(call: call, code: code)) }
+        }
+    }
+}

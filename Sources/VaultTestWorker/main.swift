@@ -1,0 +1,74 @@
+// A small worker process for the crash, concurrency and stress tests: it drives a
+// vault from another process and acknowledges each committed write on stdout,
+// so a parent that kills it at a random moment knows which writes must survive.
+//
+// Usage:
+//   VaultTestWorker create DIR KEY_FILE - 0
+//   VaultTestWorker add DIR KEY_FILE PREFIX COUNT
+//   VaultTestWorker mixed DIR KEY_FILE PREFIX SECONDS SEED
+import CredentialVault
+import Foundation
+import VaultCrypto
+
+/// Writes one acknowledgement line straight to the pipe (no buffering to lose on SIGKILL).
+func acknowledge(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 6 else { fail("usage: VaultTestWorker add|mixed DIR KEY_FILE PREFIX N [SEED]") }
+let (command, directory, keyFile, prefix) = (arguments[1], arguments[2], arguments[3], arguments[4])
+guard let number = Int(arguments[5]) else { fail("N must be a number") }
+
+do {
+    if command == "create" {
+        _ = try SecretStore.create(in: directory, key: VaultKey.fromKeyFile(path: keyFile))
+        exit(0)
+    }
+    let store = try SecretStore.open(in: directory, key: VaultKey.fromKeyFile(path: keyFile),
+                                     options: .init(lockTimeout: .seconds(30)))
+    switch command {
+    case "add":
+        for index in 0..<number {
+            let name = "\(prefix)-\(index)"
+            try store.put(NewEntry(name: name, secret: SecureBytes(copying: Array("secret-\(name)".utf8)), kind: .accessToken))
+            acknowledge("ok \(name)")
+        }
+    case "mixed":
+        var generator = SystemRandomNumberGenerator()
+        let deadline = Date().addingTimeInterval(TimeInterval(number))
+        var index = 0
+        var live: [String] = []
+        while Date() < deadline {
+            let roll = Int.random(in: 0..<100, using: &generator)
+            if roll < 60 || live.isEmpty {
+                let name = "\(prefix)-\(index)"
+                index += 1
+                try store.put(NewEntry(name: name, secret: SecureBytes(copying: Array("secret-\(name)".utf8))))
+                live.append(name)
+                acknowledge("ok add \(name)")
+            } else if roll < 85 {
+                let name = live[Int.random(in: 0..<live.count, using: &generator)]
+                let secret = try store.secret(named: name)
+                guard secret == SecureBytes(copying: Array("secret-\(name)".utf8)) else { fail("wrong secret for \(name)") }
+                acknowledge("ok get \(name)")
+            } else if roll < 95 {
+                let name = live.remove(at: Int.random(in: 0..<live.count, using: &generator))
+                try store.remove(named: name)
+                acknowledge("ok rm \(name)")
+            } else {
+                try store.rotate()
+                acknowledge("ok rotate")
+            }
+        }
+    default:
+        fail("unknown command \(command)")
+    }
+} catch {
+    fail("error: \(error)")
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+@testable import CredentialVault
+import VaultCrypto
+
+/// Several processes on one vault, and writers killed with SIGKILL mid-write.
+@Suite struct VaultProcessTests {
+    /// Starts `VaultTestWorker` with `arguments`, collecting its stdout.
+    final class Worker: @unchecked Sendable {
+        // Safe: `output` is only touched under `lock`.
+        let process = Process()
+        private let pipe = Pipe()
+        private let lock = NSLock()
+        private var output = Data()
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "VaultTestWorker"))
+            process.arguments = arguments
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let chunk = handle.availableData
+                guard let self else { return }
+                self.lock.lock()
+                self.output.append(chunk)
+                self.lock.unlock()
+            }
+            try process.run()
+        }
+
+        /// Lines printed so far.
+        var lines: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+
+        func waitAndDrain() -> [String] {
+            process.waitUntilExit()
+            pipe.fileHandleForReading.readabilityHandler = nil
+            let rest = pipe.fileHandleForReading.readDataToEndOfFile()
+            lock.lock()
+            output.append(rest)
+            lock.unlock()
+            return lines
+        }
+    }
+
+    static func makeVault(_ temp: TemporaryDirectory) throws -> (directory: String, keyPath: String) {
+        let keyPath = try Fixtures.privateCopy("keys/alice.key", into: temp)
+        _ = try SecretStore.create(in: temp.child("v"), key: VaultKey.fromKeyFile(path: keyPath), options: .testing())
+        return (temp.child("v"), keyPath)
+    }
+
+    @Test func concurrentProcessesKeepEveryEntry() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let (directory, keyPath) = try Self.makeVault(temp)
+        let perWorker = 25
+        let workers = try (0..<4).map { try Worker(["add", directory, keyPath, "w\($0)", "\(perWorker)"]) }
+        var acknowledged = 0
+        for worker in workers {
+            acknowledged += worker.waitAndDrain().filter { $0.hasPrefix("ok ") }.count
+            #expect(worker.process.terminationStatus == 0)
+        }
+        let store = try SecretStore.open(in: directory, key: VaultKey.fromKeyFile(path: keyPath), options: .testing())
+        let names = Set(try store.list().map(\.name))
+        #expect(acknowledged == 4 * perWorker)
+        #expect(names.count == 4 * perWorker)
+        for worker in 0..<4 {
+            for index in 0..<perWorker {
+                #expect(names.contains("w\(worker)-\(index)"))
+            }
+        }
+        #expect(try store.verify().isIntact)
+    }
+
+    @Test func writersKilledMidWriteLoseNothingAcknowledged() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let (directory, keyPath) = try Self.makeVault(temp)
+        let key = try VaultKey.fromKeyFile(path: keyPath)
+        let iterations = ProcessInfo.processInfo.environment["VAULT_CRASH_ITERATIONS"].flatMap(Int.init) ?? 40
+        var acknowledged = Set<String>()
+        var kills = 0
+        var generator = SystemRandomNumberGenerator()
+        for iteration in 0..<iterations {
+            let worker = try Worker(["add", directory, keyPath, "i\(iteration)", "100000"])
+            usleep(UInt32.random(in: 5_000...60_000, using: &generator))
+            kill(worker.process.processIdentifier, SIGKILL)
+            kills += 1
+            for line in worker.waitAndDrain() where line.hasPrefix("ok ") {
+                acknowledged.insert(String(line.dropFirst(3)))
+            }
+            // After every kill the vault opens and holds every acknowledged write.
+            let store = try SecretStore.open(in: directory, key: key, options: .testing())
+            let names = Set(try store.list().map(\.name))
+            #expect(acknowledged.isSubset(of: names), "iteration \(iteration) lost \(acknowledged.subtracting(names).count) writes")
+        }
+        // The next writer removes any temp file a killed writer left behind.
+        let store = try SecretStore.open(in: directory, key: key, options: .testing())
+        try store.put(NewEntry(name: "after-crashes", secret: secret("x")))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp.") }
+        #expect(leftovers.isEmpty, "temp files left: \(leftovers)")
+        #expect(try store.verify().isIntact)
+        print("crash safety: \(iterations) iterations, \(kills) SIGKILLs, \(acknowledged.count) acknowledged writes, 0 lost")
+        #expect(acknowledged.count > 0)
+    }
+}

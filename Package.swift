@@ -5,7 +5,7 @@ import PackageDescription
 // VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
 let package = Package(
     name: "vault",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "vault", targets: ["VaultCLI"]),
         .library(name: "CredentialVault", targets: ["CredentialVault"]),
@@ -61,7 +61,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["CredentialVault"],
+            dependencies: ["CredentialVault", "VaultCLI"],
             resources: [.copy("Fixtures")]
         ),
     ]

@@ -2,6 +2,10 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -130,4 +134,14 @@ void vault_secure_zero(uint8_t *buffer, size_t length) {
 int vault_constant_time_compare(const uint8_t *a, const uint8_t *b, size_t length) {
     if (length == 0) return 0;
     return CRYPTO_memcmp(a, b, length);
+}
+
+int vault_disable_core_dumps(void) {
+    int result = 0;
+    struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) != 0) result = -1;
+#ifdef __linux__
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) result = -1;
+#endif
+    return result;
 }

@@ -5,7 +5,9 @@
 // Usage:
 //   VaultTestWorker create DIR KEY_FILE - 0
 //   VaultTestWorker add DIR KEY_FILE PREFIX COUNT
-//   VaultTestWorker mixed DIR KEY_FILE PREFIX SECONDS SEED
+//   VaultTestWorker mixed DIR KEY_FILE PREFIX SECONDS
+//   VaultTestWorker signin DIR KEY_FILE USER_ID 0
+//   VaultTestWorker refresh DIR KEY_FILE COUNTER_FILE DELAY_MS
 import CredentialVault
 import Foundation
 import VaultCrypto
@@ -28,6 +30,11 @@ guard let number = Int(arguments[5]) else { fail("N must be a number") }
 do {
     if command == "create" {
         _ = try SecretStore.create(in: directory, key: VaultKey.fromKeyFile(path: keyFile))
+        exit(0)
+    }
+    if command == "signin" || command == "refresh" {
+        try await runSessionCommand(command, directory: directory, key: VaultKey.fromKeyFile(path: keyFile),
+                                    argument: prefix, number: number)
         exit(0)
     }
     let store = try SecretStore.open(in: directory, key: VaultKey.fromKeyFile(path: keyFile),
@@ -71,4 +78,30 @@ do {
     }
 } catch {
     fail("error: \(error)")
+}
+
+/// Session commands: a sign-in to be killed mid-migration, and a refresh racing another process.
+func runSessionCommand(_ command: String, directory: String, key: VaultKey, argument: String, number: Int) async throws {
+    let session = SessionManager(directory: directory, key: key, configuration: SessionConfiguration(lockTimeout: .seconds(30)))
+    switch command {
+    case "signin":
+        _ = await session.restore()
+        let credentials = Credentials(accessToken: SecureBytes(copying: Array("access-\(argument)".utf8)),
+                                      refreshToken: SecureBytes(copying: Array("refresh".utf8)),
+                                      expiresAt: Date().addingTimeInterval(3600))
+        try await session.signIn(user: User(id: argument, onboardingComplete: true), credentials: credentials)
+        acknowledge("ok signin")
+    default:
+        let counterFile = argument
+        let credentials = try await session.validCredentials(minTTL: .seconds(60)) { _ in
+            let handle = FileHandle(forWritingAtPath: counterFile)
+            handle?.seekToEndOfFile()
+            handle?.write(Data("refresh \(getpid())\n".utf8))
+            try? handle?.close()
+            try await Task.sleep(for: .milliseconds(number))
+            return Credentials(accessToken: SecureBytes(copying: Array("fresh-\(getpid())".utf8)),
+                               expiresAt: Date().addingTimeInterval(3600))
+        }
+        acknowledge("ok \(credentials.expiresAt.map { "\($0.timeIntervalSince1970)" } ?? "none")")
+    }
 }

@@ -39,6 +39,12 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidInput = Code(rawValue: "invalidInput")
         /// A system call failed (disk full, I/O error, permission denied).
         public static let io = Code(rawValue: "io")
+        /// The operation needs a signed-in user and there is none.
+        public static let notSignedIn = Code(rawValue: "notSignedIn")
+        /// The session cannot continue: no refresh token, or the server rejected it (`invalid_grant`).
+        public static let sessionExpired = Code(rawValue: "sessionExpired")
+        /// A sign-in met an item conflict that the merge policy said to fail on.
+        public static let mergeConflict = Code(rawValue: "mergeConflict")
     }
 
     /// What went wrong.

@@ -164,6 +164,18 @@ public final class SecretStore: Sendable {
         }
     }
 
+    /// Runs `body` on a consistent read-only view of the vault (no lock; the file is
+    /// replaced atomically, so the view is one committed generation).
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws, and the errors of `open`.
+    public func snapshot<T>(_ body: (borrowing VaultTransaction) throws -> T) throws -> T {
+        try state.withLock { state in
+            let (image, keys, _) = try load(&state)
+            let view = VaultTransaction(image: image, keys: keys, now: options.clock(), path: vaultPath)
+            return try body(view)
+        }
+    }
+
     // MARK: Writing
 
     /// Adds an entry, or replaces it when `replace` is true.
@@ -195,7 +207,12 @@ public final class SecretStore: Sendable {
             if transaction.changed {
                 var next = transaction.image
                 next.generation = image.generation + 1
-                try write(next, keys: keys, kek: kek, state: &state)
+                var writeKeys = keys
+                if transaction.rotationRequested {
+                    writeKeys = try DataKeys(dek: SymmetricKey.generate(), vaultID: next.vaultID)
+                    try Self.reseal(&next, from: keys, to: writeKeys, path: vaultPath)
+                }
+                try write(next, keys: writeKeys, kek: kek, state: &state)
             }
             return result
         }
@@ -229,14 +246,7 @@ public final class SecretStore: Sendable {
             defer { lock.release() }
             var (image, oldKeys, kek) = try load(&state)
             let newKeys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
-            for position in image.entries.indices {
-                let entry = image.entries[position]
-                let secret = try entry.open(vaultID: image.vaultID, key: oldKeys.value, path: vaultPath)
-                let sealed = try SealedEntry.seal(secret, owner: entry.owner, name: entry.name, vaultID: image.vaultID, key: newKeys.value)
-                image.entries[position].nonce = sealed.nonce
-                image.entries[position].ciphertext = sealed.ciphertext
-                image.entries[position].tag = sealed.tag
-            }
+            try Self.reseal(&image, from: oldKeys, to: newKeys, path: vaultPath)
             image.generation += 1
             try write(image, keys: newKeys, kek: kek, state: &state)
             options.logger.info("vault data key rotated", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])
@@ -341,6 +351,18 @@ public final class SecretStore: Sendable {
             state.vaultID = vaultID
             state.kekCache[KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt)] = kek
             options.logger.info("vault created")
+        }
+    }
+
+    /// Re-encrypts every secret of `image` from one data key to another.
+    private static func reseal(_ image: inout VaultImage, from oldKeys: DataKeys, to newKeys: DataKeys, path: String) throws {
+        for position in image.entries.indices {
+            let entry = image.entries[position]
+            let secret = try entry.open(vaultID: image.vaultID, key: oldKeys.value, path: path)
+            let sealed = try SealedEntry.seal(secret, owner: entry.owner, name: entry.name, vaultID: image.vaultID, key: newKeys.value)
+            image.entries[position].nonce = sealed.nonce
+            image.entries[position].ciphertext = sealed.ciphertext
+            image.entries[position].tag = sealed.tag
         }
     }
 

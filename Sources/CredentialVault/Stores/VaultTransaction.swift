@@ -11,6 +11,7 @@ public struct VaultTransaction: ~Copyable {
     let now: Date
     let path: String?
     private(set) var changed = false
+    private(set) var rotationRequested = false
 
     init(image: VaultImage, keys: DataKeys, now: Date, path: String?) {
         self.image = image
@@ -75,6 +76,43 @@ public struct VaultTransaction: ~Copyable {
     public mutating func remove(named name: String, owner: String = "") throws {
         guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
         image.entries.remove(at: position)
+        changed = true
+    }
+
+    /// Moves an entry to another owner, keeping its metadata and timestamps.
+    /// The secret is re-encrypted, since a value is bound to its owner and name.
+    /// - Parameter replace: overwrite an entry of the same name at the destination.
+    /// - Throws: `.notFound`, `.alreadyExists` when the destination exists and `replace` is false.
+    public mutating func move(named name: String, from owner: String, to newOwner: String, replace: Bool = false) throws {
+        try EntryValidation.checkOwner(newOwner)
+        guard let source = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+        let entry = image.entries[source]
+        let secret = try entry.open(vaultID: image.vaultID, key: keys.value, path: path)
+        let destinationKey = EntryKey(owner: newOwner, name: name)
+        if image.index(of: destinationKey) != nil, !replace { throw VaultError.entryExists(name) }
+        let sealed = try SealedEntry.seal(secret, owner: newOwner, name: name, vaultID: image.vaultID, key: keys.value)
+        var moved = entry
+        moved.owner = newOwner
+        moved.nonce = sealed.nonce
+        moved.ciphertext = sealed.ciphertext
+        moved.tag = sealed.tag
+        image.entries.remove(at: source)
+        if let existing = image.index(of: destinationKey) {
+            image.entries[existing] = moved
+        } else {
+            image.entries.insert(moved, at: image.insertionIndex(of: destinationKey))
+        }
+        changed = true
+    }
+
+    /// Every owner namespace that holds at least one entry.
+    public var owners: Set<String> { Set(image.entries.map(\.owner)) }
+
+    /// Asks for a new data key when the transaction commits: every remaining secret is
+    /// re-encrypted, so copies of removed secrets in old files or backups cannot be
+    /// decrypted with the key material held from now on (crypto-shred).
+    public mutating func rotateDataKey() {
+        rotationRequested = true
         changed = true
     }
 

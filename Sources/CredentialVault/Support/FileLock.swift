@@ -40,6 +40,7 @@ final class FileLock: @unchecked Sendable {
     /// The open lock file, or -1 once released.
     private var descriptor: Int32
 
+    /// Wraps a descriptor that already holds the lock.
     private init(path: String, mode: Mode, descriptor: Int32) {
         self.path = path
         self.mode = mode
@@ -67,12 +68,13 @@ final class FileLock: @unchecked Sendable {
                 try Syscall.lockFile(file.raw, mode.operation | LOCK_NB)
                 return FileLock(path: path, mode: mode, descriptor: file.take())
             } catch {
-                guard error.code == EWOULDBLOCK else { throw error.vaultError("locking", path: path) }
+                guard error.code == EWOULDBLOCK else { throw error.vaultError("locking the lock file", path: path) }
             }
             let remaining = clock.now.duration(to: deadline)
             guard remaining > .zero else {
+                let quoted = VaultError.shellQuoted(path)
                 throw VaultError(.busy, "another process is using the vault", path: path,
-                                 fix: "wait and try again, or find the process holding \(VaultError.shellQuoted(path)) (e.g. 'fuser -v \(VaultError.shellQuoted(path))')")
+                                 fix: "wait and try again, or find the process holding \(quoted) ('fuser -v \(quoted)')")
             }
             let remainingMilliseconds = Int(remaining.components.seconds * 1000
                 + remaining.components.attoseconds / 1_000_000_000_000_000) + 1
@@ -101,6 +103,7 @@ final class FileLock: @unchecked Sendable {
         return descriptor >= 0
     }
 
+    /// Releases the lock if `release()` was not called.
     deinit { release() }
 
     /// Opens or creates the lock file: never through a symlink, a regular file of ours,

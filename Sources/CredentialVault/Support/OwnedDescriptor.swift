@@ -27,6 +27,7 @@ struct OwnedDescriptor: ~Copyable {
         return raw
     }
 
+    /// Closes the descriptor if `close()` or `take()` did not.
     deinit {
         // Errors are ignored here on purpose: only read-only or already-synced descriptors
         // are left to deinit; writers call close() and check it.

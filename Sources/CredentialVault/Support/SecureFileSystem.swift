@@ -18,15 +18,16 @@ enum SecureFileSystem {
 
     /// Whether anything (file, directory, dangling symlink) is at `path`.
     ///
-    /// Uses `lstat(2)`: only `ENOENT` means "no"; other errors (for example `EACCES`)
-    /// answer "yes" so the caller goes on to open it and gets the real error.
+    /// Uses `lstat(2)`: `ENOENT` and `ENOTDIR` (a parent is a file) mean "no"; other
+    /// errors (for example `EACCES`) answer "yes" so the caller goes on to open the path
+    /// and reports the real error.
     /// - Returns: false only when the path does not exist.
     static func exists(_ path: String) -> Bool {
         do {
             _ = try Syscall.linkStatus(path)
             return true
         } catch {
-            return error.code != ENOENT
+            return error.code != ENOENT && error.code != ENOTDIR
         }
     }
 

@@ -44,6 +44,13 @@ enum OpenSSLBackend {
         return vault_constant_time_compare(pa.assumingMemoryBound(to: UInt8.self), pb.assumingMemoryBound(to: UInt8.self), a.count) == 0
     }
 
+    // MARK: Process
+
+    /// `vault_disable_core_dumps`: setrlimit(RLIMIT_CORE, 0) and prctl(PR_SET_DUMPABLE, 0).
+    static func disableCoreDumps() -> Bool {
+        vault_disable_core_dumps() == 0
+    }
+
     // MARK: Random
 
     /// Fills `buffer` from the DRBG (`RAND_bytes`); a failure throws, never leaves zeros.

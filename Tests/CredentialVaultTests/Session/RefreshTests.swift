@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import CredentialVault
+import VaultCrypto
+
+@Suite struct RefreshTests {
+    @Test func validCredentialsAreReturnedWithoutRefreshing() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 3600))
+        let counter = CallCounter()
+        let credentials = try await session.validCredentials(minTTL: .seconds(600)) { _ in
+            counter.increment()
+            throw TestFailure("must not refresh")
+        }
+        #expect(credentials.accessToken == secret("access-1"))
+        #expect(counter.count == 0)
+    }
+
+    @Test func manyTasksShareOneRefreshAndTheNewPairIsSavedFirst() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 30))
+        let counter = CallCounter()
+        let clock = fixture.clock
+        let refresher: TokenRefresher = { refreshToken in
+            counter.increment()
+            #expect(refreshToken == secret("refresh-1"))
+            try await Task.sleep(for: .milliseconds(200))
+            // No refresh token in the response: the old one must be kept.
+            return Credentials(accessToken: secret("access-2"), expiresAt: clock.now.addingTimeInterval(3600))
+        }
+        let results = try await withThrowingTaskGroup(of: Credentials.self) { group in
+            for _ in 0..<20 { group.addTask { try await session.validCredentials(refresher: refresher) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(counter.count == 1)
+        #expect(results.allSatisfy { $0.accessToken == secret("access-2") })
+        let restored = await try fixture.session().restore()
+        #expect(restored.credentials?.accessToken == secret("access-2"))
+        #expect(restored.credentials?.refreshToken == secret("refresh-1"))
+    }
+
+    @Test func invalidGrantEndsTheSessionToGuest() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 10))
+        do {
+            _ = try await session.validCredentials { _ in throw RefreshFailure.invalidGrant(description: "revoked") }
+            Issue.record("refresh succeeded")
+        } catch let error as VaultError {
+            #expect(error.code == .sessionExpired)
+        }
+        #expect(await session.restore().name == "guest")
+        #expect(try fixture.store().list(owner: "user:u1").isEmpty)
+    }
+
+    @Test func transientFailureKeepsTheSession() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10))
+        struct Offline: Error {}
+        await #expect(throws: Offline.self) { _ = try await session.validCredentials { _ in throw Offline() } }
+        let state = await session.restore()
+        guard case let .expired(_, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
+        #expect(hasRefreshToken)
+    }
+
+    @Test func noRefreshTokenIsSessionExpired() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 10, refresh: false))
+        do {
+            _ = try await session.validCredentials { _ in throw TestFailure("no refresh token to use") }
+            Issue.record("refresh succeeded")
+        } catch let error as VaultError {
+            #expect(error.code == .sessionExpired)
+        }
+    }
+
+    @Test func twoProcessesRefreshExactlyOnce() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        // Real clock here: the workers use the system time.
+        var configuration = SessionConfiguration()
+        configuration.kdfPolicy = .testing
+        let session = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
+        try await session.signIn(user: User(id: "u1"), credentials: Credentials(accessToken: secret("old"), refreshToken: secret("r"),
+                                                                                   expiresAt: Date().addingTimeInterval(5)))
+        let counterFile = fixture.temp.child("refresh-calls")
+        FileManager.default.createFile(atPath: counterFile, contents: nil)
+        let workers = try (0..<2).map { _ -> Process in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "VaultTestWorker"))
+            process.arguments = ["refresh", fixture.directory, fixture.keyPath, counterFile, "500"]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        for worker in workers {
+            worker.waitUntilExit()
+            #expect(worker.terminationStatus == 0)
+        }
+        let calls = String(decoding: try Data(contentsOf: URL(fileURLWithPath: counterFile)), as: UTF8.self)
+            .split(separator: "\n")
+        #expect(calls.count == 1, "refresh calls: \(calls)")
+    }
+}

@@ -1,13 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ArgumentParser
 import CredentialVault
+import VaultCrypto
 
 /// The `vault` executable: an encrypted token store and session manager for Linux.
+///
+/// Every command runs through `main()`, which hardens the process first and maps every
+/// error to one exit status (`VaultExitStatus`). Add a command by listing it in a group below;
+/// it may be a `ParsableCommand` or an `AsyncParsableCommand`.
 @main
-struct VaultCommand: ParsableCommand {
+struct VaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vault",
         abstract: "Keep sign-in tokens and secrets safe on Linux, and bring the signed-in user back at start-up.",
+        discussion: HelpText.rootDiscussion,
         version: VaultVersion.current,
-        subcommands: [SelfCheck.self]
+        groupedSubcommands: [
+            CommandGroup(name: "Vault", subcommands: [
+                Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, SelfCheck.self,
+            ]),
+            CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self]),
+        ]
     )
+
+    mutating func run() async throws {
+        throw CleanExit.helpRequest(self)
+    }
+
+    /// Hardens the process, parses, runs, and turns any error into a message and an exit status.
+    static func main() async {
+        prepareProcess()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard let status = ErrorReport.report(error) else { exit(withError: error) }
+            terminate(status)
+        }
+    }
+
+    /// Before anything else: no core dumps and no ptrace by other processes (secrets will be in
+    /// memory), and `EPIPE` as an error instead of a silent death by `SIGPIPE`, so that
+    /// `vault get NAME | head -c0` reports the failed write.
+    private static func prepareProcess() {
+        ProcessHardening.disableCoreDumps()
+        _ = signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+/// Ends the process with `status`. The corresponding C function is `exit`.
+private func terminate(_ status: Int32) -> Never {
+    exit(status)
 }

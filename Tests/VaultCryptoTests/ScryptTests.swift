@@ -76,11 +76,24 @@ import Testing
     @Test func memoryEstimateOverflowIsRefused() {
         let huge = Scrypt.Parameters(logN: 63, r: UInt32.max, p: UInt32.max)
         #expect(huge.requiredMemoryBytes == nil)
-        let everything = Scrypt.Bounds(logN: 0...255, r: 0...UInt32.max, p: 0...UInt32.max, maximumMemoryBytes: UInt64.max)
+        let everything = Scrypt.Bounds(logN: 0...255, r: 0...UInt32.max, p: 0...UInt32.max, maximumMemoryBytes: UInt64.max,
+                                       maximumWork: UInt64.max)
         let error = #expect(throws: CryptoError.self) {
             try Scrypt.deriveKey(password: [UInt8](), salt: salt, parameters: huge, outputByteCount: 32, bounds: everything)
         }
-        #expect(error.flatMap(Self.parameterName) == "memory")
+        #expect(error.flatMap(Self.parameterName) == "work")
+    }
+
+    @Test func workBeyondTheCapIsRefusedBeforeScryptRuns() {
+        // logN 20, r 8, p 16 passes the memory bound but would run for about 90 s here.
+        let slow = Scrypt.Parameters(logN: 20, r: 8, p: 16)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = #expect(throws: CryptoError.self) {
+            try Scrypt.deriveKey(password: [UInt8](), salt: salt, parameters: slow, outputByteCount: 32)
+        }
+        #expect(error.flatMap(Self.parameterName) == "work")
+        #expect(clock.now - started < .seconds(1))
     }
 
     @Test(arguments: [0, 1025])

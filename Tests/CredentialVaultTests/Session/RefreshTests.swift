@@ -38,7 +38,7 @@ import VaultCrypto
         }
         #expect(counter.count == 1)
         #expect(results.allSatisfy { $0.accessToken == secret("access-2") })
-        let restored = await try fixture.session().restore()
+        let restored = try await fixture.session().restore()
         #expect(restored.credentials?.accessToken == secret("access-2"))
         #expect(restored.credentials?.refreshToken == secret("refresh-1"))
     }
@@ -93,7 +93,7 @@ import VaultCrypto
         try await session.signIn(user: User(id: "u1"), credentials: Credentials(accessToken: secret("old"), refreshToken: secret("r"),
                                                                                    expiresAt: Date().addingTimeInterval(5)))
         let counterFile = fixture.temp.child("refresh-calls")
-        FileManager.default.createFile(atPath: counterFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: counterFile, contents: nil)
         let workers = try (0..<2).map { _ -> Process in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "VaultTestWorker"))

@@ -23,7 +23,7 @@ import VaultCrypto
             $0.pendingSignIn = PendingSignIn(journalID: "j1", userID: "u1", anonymousID: anonymousID, user: User(id: "u1"),
                                              startedAt: fixture.clock.now)
         }
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .guest(id) = state else { Issue.record("expected guest, got \(state)"); return }
         #expect(id == anonymousID)
         #expect(try ProfileStore(directory: fixture.directory).load()?.pendingSignIn == nil)
@@ -42,7 +42,7 @@ import VaultCrypto
             _ = try SessionManager.migrate(into: &transaction, journal: journal, credentials: fixture.credentials(expiresIn: 3600),
                                            policy: .keepAccount, fromGuest: true)
         }
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .signedIn(user, _) = state else { Issue.record("expected signedIn, got \(state)"); return }
         #expect(user.id == "u1")
         let profile = try ProfileStore(directory: fixture.directory).load()
@@ -69,7 +69,7 @@ import VaultCrypto
             kill(worker.processIdentifier, SIGKILL)
             worker.waitUntilExit()
 
-            let state = await try fixture.session().restore()
+            let state = try await fixture.session().restore()
             let store = try fixture.store()
             let guestItems = Set(try store.list(owner: SessionNamespaces.guest(anonymousID)).map(\.name))
             let userItems = Set(try store.list(owner: SessionNamespaces.user("u1")).map(\.name).filter { !$0.hasPrefix("session.") })

@@ -7,11 +7,11 @@ import VaultCrypto
     @Test func firstLaunchIsGuestWithAStableAnonymousID() async throws {
         let fixture = try SessionFixture()
         defer { fixture.cleanUp() }
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .guest(anonymousID) = state else { Issue.record("expected guest, got \(state)"); return }
         #expect(anonymousID.count == 36)
         for _ in 0..<3 {
-            let again = await try fixture.session().restore()
+            let again = try await fixture.session().restore()
             guard case let .guest(sameID) = again else { Issue.record("expected guest, got \(again)"); return }
             #expect(sameID == anonymousID)
         }
@@ -25,7 +25,7 @@ import VaultCrypto
         _ = await session.restore()
         try await session.signIn(user: User(id: "u1", displayName: "Ada", onboardingComplete: true),
                                  credentials: fixture.credentials(expiresIn: 3600))
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .signedIn(user, credentials) = state else { Issue.record("expected signedIn, got \(state)"); return }
         #expect(user.id == "u1")
         #expect(user.displayName == "Ada")
@@ -90,7 +90,7 @@ import VaultCrypto
         defer { fixture.cleanUp() }
         try await fixture.session().signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
         let bob = try Fixtures.keyFile("bob.key", in: fixture.temp)
-        let state = await try fixture.session(key: bob).restore()
+        let state = try await fixture.session(key: bob).restore()
         guard case let .unavailable(reason) = state else { Issue.record("expected unavailable, got \(state)"); return }
         #expect(reason.reason == .wrongKey)
     }
@@ -99,7 +99,7 @@ import VaultCrypto
         let fixture = try SessionFixture()
         defer { fixture.cleanUp() }
         try await fixture.session().signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
-        let state = await try fixture.session(key: .some(nil)).restore()
+        let state = try await fixture.session(key: .some(nil)).restore()
         guard case let .unavailable(reason) = state else { Issue.record("expected unavailable, got \(state)"); return }
         #expect(reason.reason == .locked)
     }
@@ -113,7 +113,7 @@ import VaultCrypto
         bytes[300] ^= 0x40
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o600)
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .unavailable(reason) = state else { Issue.record("expected unavailable, got \(state)"); return }
         #expect(reason.reason == .corrupt)
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
@@ -122,12 +122,12 @@ import VaultCrypto
     @Test func corruptProfileIsUnavailableAndUntouched() async throws {
         let fixture = try SessionFixture()
         defer { fixture.cleanUp() }
-        _ = await try fixture.session().restore()
+        _ = try await fixture.session().restore()
         let path = fixture.directory + "/profile.json"
         let garbage = Data("{\"schemaVersion\": 1, \"anonymousId\": ".utf8)
         try garbage.write(to: URL(fileURLWithPath: path))
         chmod(path, 0o600)
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .unavailable(reason) = state else { Issue.record("expected unavailable, got \(state)"); return }
         #expect(reason.reason == .corrupt)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
@@ -138,7 +138,7 @@ import VaultCrypto
         defer { fixture.cleanUp() }
         try await fixture.session().signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
         try fixture.store().wipe()
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         guard case let .expired(user, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
         #expect(user.id == "u1")
         #expect(!hasRefreshToken)
@@ -151,7 +151,7 @@ import VaultCrypto
         let session = try fixture.session()
         try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
         try ProfileStore(directory: fixture.directory).update { $0.user = nil }
-        let state = await try fixture.session().restore()
+        let state = try await fixture.session().restore()
         #expect(state.name == "guest")
         #expect(try fixture.store().list(owner: SessionNamespaces.user("u1")).isEmpty)
     }

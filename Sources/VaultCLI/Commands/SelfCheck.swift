@@ -10,9 +10,7 @@ extension VaultCommand {
         )
 
         func run() throws {
-            for line in try CryptoSelfCheck.run() {
-                print(line)
-            }
+            try StandardIO.printOutput(CryptoSelfCheck.run().map { $0 + "\n" }.joined())
         }
     }
 }

@@ -1,0 +1,44 @@
+import Foundation
+
+extension EntryMetadata {
+    /// The entry as `vault list --json` prints it: `name`, `owner`, `kind`, `label` (or null),
+    /// `createdAt`, `updatedAt`, `expiresAt` (RFC 3339 UTC, or null), `expired`,
+    /// `secretBytes` and `transferable`. Never the secret.
+    /// - Parameter now: the time `expired` is judged at.
+    /// - Returns: a JSON object.
+    public func jsonValue(now: Date) -> JSONValue {
+        .object([
+            "name": .string(name),
+            "owner": .string(owner),
+            "kind": .string(kind.rawValue),
+            "label": label.map(JSONValue.string) ?? .null,
+            "createdAt": .string(RFC3339.string(from: createdAt)),
+            "updatedAt": .string(RFC3339.string(from: updatedAt)),
+            "expiresAt": expiresAt.map { JSONValue.string(RFC3339.string(from: $0)) } ?? .null,
+            "expired": .bool(isExpired(at: now)),
+            "secretBytes": .number(Double(secretByteCount)),
+            "transferable": .bool(transferable),
+        ])
+    }
+}
+
+extension VerificationReport {
+    /// The report as `vault verify --json` prints it: `vaultId`, `generation`,
+    /// `entriesChecked`, `intact`, and `failures` (each `owner`, `name`, `code`, `message`).
+    public var jsonValue: JSONValue {
+        .object([
+            "vaultId": .string(vaultID),
+            "generation": .number(Double(generation)),
+            "entriesChecked": .number(Double(entriesChecked)),
+            "intact": .bool(isIntact),
+            "failures": .array(failures.map { failure in
+                .object([
+                    "owner": .string(failure.owner),
+                    "name": .string(failure.name),
+                    "code": .string(failure.error.code.rawValue),
+                    "message": .string(failure.error.message),
+                ])
+            }),
+        ])
+    }
+}

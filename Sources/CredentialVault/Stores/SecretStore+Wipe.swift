@@ -1,0 +1,25 @@
+import Foundation
+
+extension SecretStore {
+    /// Crypto-shreds the vault in `directory` without opening it, so that a vault whose
+    /// passphrase is lost can still be destroyed: under the vault lock, overwrites the
+    /// vault file (and with it the wrapped data key) with zeros, removes it, leftover
+    /// temporary files and the lock file.
+    /// - Parameters:
+    ///   - directory: the vault directory.
+    ///   - lockTimeout: how long to wait for another process's lock.
+    /// - Returns: false when there was no vault file (nothing was done).
+    /// - Throws: `.busy`, `.insecurePermissions` for an unsafe lock file, `.io`.
+    @discardableResult
+    public static func wipe(in directory: String, lockTimeout: Duration = .seconds(10)) throws -> Bool {
+        let lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
+        let vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
+        guard SecureFileSystem.exists(vaultPath) else { return false }
+        let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: lockTimeout)
+        SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
+        try SecureFileSystem.overwriteAndRemove(vaultPath)
+        lock.release()
+        try SecureFileSystem.removeFile(lockPath, ignoreMissing: true)
+        return true
+    }
+}

@@ -1,0 +1,20 @@
+import ArgumentParser
+import CredentialVault
+
+extension VaultCommand {
+    /// `vault keygen FILE`: a new random key file.
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a new random 32-byte key file (mode 0600); never overwrites.",
+            discussion: "Keep a copy somewhere safe: a vault made with this key cannot be opened without it."
+        )
+
+        @Argument(help: ArgumentHelp("Where to write the key.", valueName: "FILE"))
+        var file: String
+
+        func run() throws {
+            try VaultKey.generateKeyFile(path: file)
+            ErrorReport.note("Created key file \(file) (32 bytes, mode 0600).")
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import CredentialVault
+import Foundation
+
+extension VaultCommand {
+    /// `vault list`: names and metadata, never secrets.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the entries' names and metadata (never their secrets)."
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Flag(help: "Print a JSON array (see docs/CLI.md).")
+        var json = false
+
+        @Option(name: .customLong("expiring-within"), help: ArgumentHelp(
+            "Only entries that expire within DURATION (90s, 15m, 1h30m, 7d), expired ones included.", valueName: "DURATION"),
+                transform: HumanDuration.seconds(in:))
+        var expiringWithin: Int64?
+
+        @Option(help: .hidden)
+        var owner: String?
+
+        func run() throws {
+            let now = Date()
+            let entries = try options.openStore().list(owner: owner)
+                .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
+            if json {
+                try StandardIO.printOutput(TextLayout.json(.array(entries.map { $0.jsonValue(now: now) })))
+            } else if entries.isEmpty {
+                ErrorReport.note("No entries.")
+            } else {
+                try StandardIO.printOutput(Self.table(entries, now: now))
+            }
+        }
+
+        /// NAME KIND EXPIRY UPDATED LABEL, with OWNER first when any entry has one.
+        static func table(_ entries: [EntryMetadata], now: Date) -> String {
+            let showOwner = entries.contains { !$0.owner.isEmpty }
+            let header = (showOwner ? ["OWNER"] : []) + ["NAME", "KIND", "EXPIRY", "UPDATED", "LABEL"]
+            let rows = entries.map { entry in
+                (showOwner ? [entry.owner] : []) + [
+                    entry.name, entry.kind.rawValue, entry.expiryStatus(at: now).description,
+                    String(RFC3339.string(from: entry.updatedAt).prefix(16)).replacingOccurrences(of: "T", with: " ") + "Z",
+                    entry.label ?? "",
+                ]
+            }
+            return TextLayout.table(header: header, rows: rows)
+        }
+    }
+}

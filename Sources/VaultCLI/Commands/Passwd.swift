@@ -1,0 +1,36 @@
+import ArgumentParser
+import CredentialVault
+
+extension VaultCommand {
+    /// `vault passwd`: a new passphrase or key file.
+    struct Passwd: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change the passphrase or key file that opens the vault (the data key is rewrapped, not changed).",
+            discussion: """
+                The new key is the first of: --new-key-file, --new-passphrase-file, $VAULT_NEW_PASSPHRASE, \
+                a prompt on the terminal (asked twice).
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Option(name: .customLong("new-key-file"), help: ArgumentHelp("Open the vault with this key file from now on.", valueName: "FILE"))
+        var newKeyFile: String?
+
+        @Option(name: .customLong("new-passphrase-file"), help: ArgumentHelp(
+            "Open the vault with the passphrase in FILE from now on.", valueName: "FILE"))
+        var newPassphraseFile: String?
+
+        func validate() throws {
+            if newKeyFile != nil, newPassphraseFile != nil {
+                throw ValidationError("give either --new-key-file or --new-passphrase-file, not both")
+            }
+        }
+
+        func run() throws {
+            let store = try options.openStore()
+            try store.changeKey(to: KeySources.new(keyFile: newKeyFile, passphraseFile: newPassphraseFile, options: options))
+            ErrorReport.note("Changed the key of the vault in \(store.directory).")
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import ArgumentParser
+import CredentialVault
+
+extension VaultCommand {
+    /// `vault rm NAME`.
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rm",
+            abstract: "Remove the entry NAME."
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Argument(help: "The entry's name.")
+        var name: String
+
+        @Option(help: .hidden)
+        var owner = ""
+
+        func run() throws {
+            try options.openStore().remove(named: name, owner: owner)
+            ErrorReport.note("Removed '\(name)'.")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import CredentialVault
+
+extension VaultCommand {
+    /// `vault verify`: authenticates every entry.
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Authenticate the header, the index and every secret; exit 65 when anything fails."
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Flag(help: "Print a JSON object (see docs/CLI.md).")
+        var json = false
+
+        func run() throws {
+            let store = try options.openStore()
+            let report = try store.verify()
+            try StandardIO.printOutput(json ? TextLayout.json(report.jsonValue) : Self.text(report))
+            guard report.isIntact else {
+                throw VaultError(.tampered, "\(report.failures.count) of \(report.entriesChecked) entries failed their integrity check",
+                                 path: store.vaultPath, fix: "restore the vault from a backup, or remove the damaged entries with 'vault rm'")
+            }
+        }
+
+        /// One line per failed entry, then a summary line.
+        static func text(_ report: VerificationReport) -> String {
+            let failed = report.failures.map { failure in
+                "FAILED \(failure.owner.isEmpty ? "" : failure.owner + "/")\(failure.name): \(failure.error.message)\n"
+            }
+            let checked = report.entriesChecked == 1 ? "1 entry" : "\(report.entriesChecked) entries"
+            let verdict = report.isIntact ? "all authentic" : "\(report.failures.count) failed"
+            return failed.joined() + "vault \(report.vaultID), generation \(report.generation): \(checked) checked, \(verdict)\n"
+        }
+    }
+}

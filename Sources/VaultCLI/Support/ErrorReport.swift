@@ -1,0 +1,49 @@
+import CredentialVault
+
+/// A mistake in how a command was called that shows only when it runs (exit 64).
+struct UsageError: Error, CustomStringConvertible {
+    /// What is wrong.
+    let message: String
+    /// How to fix it, when known.
+    let hint: String?
+
+    init(_ message: String, hint: String? = nil) {
+        self.message = message
+        self.hint = hint
+    }
+
+    var description: String { message }
+}
+
+/// Prints errors the one way every command does: `vault: <message>` and, when there is
+/// a fix, `hint: <fix>`, on standard error. Messages never hold secrets (`VaultError`
+/// guarantees it for its own).
+enum ErrorReport {
+    /// Reports `error` and returns the exit status, or nil for errors that are not ours
+    /// (ArgumentParser's own, which it prints itself).
+    static func report(_ error: any Error) -> Int32? {
+        switch error {
+        case let error as VaultError:
+            show(error.message + (error.path.map { " (\($0))" } ?? ""), hint: error.fix)
+            return error.exitStatus
+        case let error as UsageError:
+            show(error.message, hint: error.hint)
+            return VaultExitStatus.usage
+        default:
+            return nil
+        }
+    }
+
+    /// Writes the two lines.
+    static func show(_ message: String, hint: String?) {
+        var text = "vault: \(message)\n"
+        if let hint { text += "hint: \(hint)\n" }
+        StandardIO.printError(text)
+    }
+
+    /// A confirmation or note for the person at the terminal, on standard error so that
+    /// standard output carries only data and a closed standard output cannot fail a finished change.
+    static func note(_ text: String) {
+        StandardIO.printError(text + "\n")
+    }
+}

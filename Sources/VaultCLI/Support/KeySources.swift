@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CredentialVault
+import Foundation
+import VaultCrypto
+
+/// Finds the key that opens a vault, or the new one for `vault passwd`. First match wins:
+///
+/// 1. `--key-file FILE`, 2. `--passphrase-file FILE`, 3. `$VAULT_KEY_FILE`,
+/// 4. `$VAULT_PASSPHRASE`, 5. a prompt on the terminal with echo off.
+///
+/// Without a terminal and without the others it fails at once (exit 64): it never waits
+/// for input that cannot come.
+enum KeySources {
+    /// The longest passphrase typed on a terminal.
+    static let maximumTypedPassphraseBytes = 4096
+
+    /// The key for the vault in `options`.
+    /// - Parameters:
+    ///   - options: the global options.
+    ///   - confirmNew: ask twice when typed, because the passphrase is being set.
+    /// - Returns: the key.
+    /// - Throws: `UsageError` when there is no source; the errors of reading it.
+    static func current(_ options: VaultOptions, confirmNew: Bool) throws -> VaultKey {
+        if let path = options.keyFile { return try VaultKey.fromKeyFile(path: path) }
+        if let path = options.passphraseFile { return try VaultKey.fromPassphraseFile(path: path) }
+        if let path = environmentValue("VAULT_KEY_FILE") { return try VaultKey.fromKeyFile(path: path) }
+        if let passphrase = environmentSecret("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
+        if let terminal = options.terminal() {
+            let prompt = confirmNew ? "New passphrase for the vault: " : "Passphrase for \(options.directory): "
+            return try ask(terminal, prompt: prompt, confirm: confirmNew)
+        }
+        throw UsageError(
+            "no key for the vault: give --key-file FILE, --passphrase-file FILE or set VAULT_PASSPHRASE "
+                + "(there is no terminal to ask on)",
+            hint: "VAULT_KEY_FILE works like --key-file; run in a terminal to be asked for the passphrase")
+    }
+
+    /// The new key for `vault passwd`: `--new-key-file`, `--new-passphrase-file`,
+    /// `$VAULT_NEW_PASSPHRASE`, or asked twice on the terminal.
+    /// - Throws: `UsageError` when there is no source; the errors of reading it.
+    static func new(keyFile: String?, passphraseFile: String?, options: VaultOptions) throws -> VaultKey {
+        if let keyFile { return try VaultKey.fromKeyFile(path: keyFile) }
+        if let passphraseFile { return try VaultKey.fromPassphraseFile(path: passphraseFile) }
+        if let passphrase = environmentSecret("VAULT_NEW_PASSPHRASE") { return .passphrase(passphrase) }
+        if let terminal = options.terminal() { return try ask(terminal, prompt: "New passphrase: ", confirm: true) }
+        throw UsageError(
+            "no new key: give --new-key-file FILE, --new-passphrase-file FILE or set VAULT_NEW_PASSPHRASE "
+                + "(there is no terminal to ask on)",
+            hint: nil)
+    }
+
+    /// Asks for a passphrase with echo off; when `confirm`, asks again and compares.
+    private static func ask(_ terminal: Terminal, prompt: String, confirm: Bool) throws -> VaultKey {
+        let first = try terminal.readHidden(prompt: prompt, limit: maximumTypedPassphraseBytes)
+        guard !first.isEmpty else {
+            throw VaultError(.invalidKey, "the passphrase is empty", fix: "type a non-empty passphrase")
+        }
+        if confirm {
+            let second = try terminal.readHidden(prompt: "Repeat it: ", limit: maximumTypedPassphraseBytes)
+            guard first == second else {
+                throw UsageError("the two passphrases differ; nothing was changed", hint: "run the command again")
+            }
+        }
+        return .passphrase(first)
+    }
+
+    /// A non-empty environment variable.
+    static func environmentValue(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// A non-empty environment variable copied straight into zeroising memory, never into a `String`.
+    private static func environmentSecret(_ name: String) -> SecureBytes? {
+        guard let value = getenv(name) else { return nil }
+        let length = strlen(value)
+        guard length > 0 else { return nil }
+        return SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: length))
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import CredentialVault
+import VaultCrypto
+
+/// The options every vault command takes: where the vault is and what opens it.
+///
+/// Commands include it with `@OptionGroup var options: VaultOptions` and call
+/// `openStore()` or `createStore()`; the key comes from `KeySources`.
+struct VaultOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault, else ~/.local/share/vault).",
+        valueName: "DIR"))
+    var vault: String?
+
+    @Option(name: .customLong("key-file"), help: ArgumentHelp(
+        "A 32-byte key file made by 'vault keygen' (default: $VAULT_KEY_FILE).", valueName: "FILE"))
+    var keyFile: String?
+
+    @Option(name: .customLong("passphrase-file"), help: ArgumentHelp(
+        "Read the passphrase from FILE (mode 0600; one trailing newline is dropped).", valueName: "FILE"))
+    var passphraseFile: String?
+
+    @Flag(name: .customLong("no-prompt"), help: "Never ask on the terminal; fail when a passphrase or confirmation is needed.")
+    var noPrompt = false
+
+    @Option(name: .customLong("lock-timeout"), help: ArgumentHelp(
+        "Seconds to wait for another process's lock on the vault.", valueName: "SECONDS", visibility: .hidden))
+    var lockTimeoutSeconds: Double = 10
+
+    func validate() throws {
+        if keyFile != nil, passphraseFile != nil {
+            throw ValidationError("give either --key-file or --passphrase-file, not both")
+        }
+        guard lockTimeoutSeconds.isFinite, lockTimeoutSeconds >= 0, lockTimeoutSeconds <= 3600 else {
+            throw ValidationError("--lock-timeout must be between 0 and 3600 seconds")
+        }
+    }
+
+    /// The vault directory: `--vault`, else the default location.
+    var directory: String { vault ?? VaultLocation.defaultDirectory() }
+
+    /// How long to wait for another process's lock.
+    var lockTimeout: Duration { .milliseconds(Int64((lockTimeoutSeconds * 1000).rounded())) }
+
+    /// Store options for this invocation.
+    var storeOptions: SecretStore.Options { SecretStore.Options(lockTimeout: lockTimeout) }
+
+    /// The terminal to ask on, or nil under `--no-prompt` or without one.
+    func terminal() -> Terminal? { Terminal.controlling(allowPrompt: !noPrompt) }
+
+    /// Opens the existing vault with the key from `KeySources`.
+    /// - Throws: `.notFound` before any passphrase is asked for when there is no vault; the errors of `SecretStore.open`.
+    func openStore() throws -> SecretStore {
+        let directory = directory
+        guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
+        return try SecretStore.open(in: directory, key: try KeySources.current(self, confirmNew: false), options: storeOptions)
+    }
+
+    /// Creates a new vault; a passphrase typed on the terminal is asked for twice.
+    /// - Throws: `.alreadyExists` before any passphrase is asked for; the errors of `SecretStore.create`.
+    func createStore() throws -> SecretStore {
+        let directory = directory
+        if SecretStore.exists(in: directory) {
+            throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
+                             fix: "use it, choose another --vault DIR, or destroy it with 'vault wipe'")
+        }
+        return try SecretStore.create(in: directory, key: try KeySources.current(self, confirmNew: true), options: storeOptions)
+    }
+}

@@ -35,6 +35,9 @@ public enum VaultExitStatus {
         .wrongKey: permission,
         .invalidKey: permission,
         .insecurePermissions: permission,
+        .notSignedIn: notFound,
+        .mergeConflict: alreadyExists,
+        .sessionExpired: permission,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
@@ -43,11 +46,11 @@ public enum VaultExitStatus {
         (unexpected, "unexpected error"),
         (usage, "usage: bad option or value, no key source and no terminal"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
-        (notFound, "vault, entry or file not found"),
-        (alreadyExists, "vault, entry or key file already exists"),
+        (notFound, "vault, entry or file not found; nobody signed in"),
+        (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock"),
-        (permission, "wrong key, invalid key file or insecure permissions"),
+        (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again)"),
     ]
 
     /// The exit status for `code`; 1 for codes this table does not know.

@@ -59,13 +59,13 @@ public actor SessionManager {
                 try shredOrphanedCredentials(keeping: nil)
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
-            guard let store = try openStore(create: false) else { return .expired(user, hasRefreshToken: false) }
+            guard let store = try openStore(create: false) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
             let credentials = try store.snapshot { view in
                 try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: view)
             }
-            guard let credentials else { return .expired(user, hasRefreshToken: false) }
+            guard let credentials else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
             guard isValid(credentials, minTTL: minTTL) else {
-                return .expired(user, hasRefreshToken: credentials.refreshToken != nil)
+                return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)
             }
             return user.onboardingComplete ? .signedIn(user, credentials) : .needsOnboarding(user, credentials)
         } catch let unavailable as SessionUnavailable {

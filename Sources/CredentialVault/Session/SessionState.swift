@@ -13,8 +13,8 @@ public enum SessionState: Sendable, CustomStringConvertible {
     case signedIn(User, Credentials)
     /// Signed in with valid credentials, but the app's onboarding is not finished.
     case needsOnboarding(User, Credentials)
-    /// The user is known but the access token is expired (or missing); refresh or sign in again.
-    case expired(User, hasRefreshToken: Bool)
+    /// The user is known but the access token is expired or missing (`expiresAt` nil); refresh or sign in again.
+    case expired(User, hasRefreshToken: Bool, expiresAt: Date?)
     /// The stores could not be read; the reason says why. Nothing was changed.
     case unavailable(SessionUnavailable)
 
@@ -32,7 +32,7 @@ public enum SessionState: Sendable, CustomStringConvertible {
     /// The user, in every state that has one.
     public var user: User? {
         switch self {
-        case let .signedIn(user, _), let .needsOnboarding(user, _), let .expired(user, _): user
+        case let .signedIn(user, _), let .needsOnboarding(user, _), let .expired(user, _, _): user
         case .guest, .unavailable: nil
         }
     }
@@ -51,7 +51,7 @@ public enum SessionState: Sendable, CustomStringConvertible {
         case let .guest(anonymousID): "guest(\(anonymousID))"
         case let .signedIn(user, credentials): "signedIn(user \(user.id), \(credentials))"
         case let .needsOnboarding(user, credentials): "needsOnboarding(user \(user.id), \(credentials))"
-        case let .expired(user, hasRefreshToken): "expired(user \(user.id), refresh token: \(hasRefreshToken ? "yes" : "no"))"
+        case let .expired(user, hasRefreshToken, _): "expired(user \(user.id), refresh token: \(hasRefreshToken ? "yes" : "no"))"
         case let .unavailable(reason): "unavailable(\(reason))"
         }
     }

@@ -42,21 +42,43 @@ extension VaultCommand {
         @Flag(help: "Replace an existing entry of that name (its creation date is kept).")
         var replace = false
 
+        @Flag(help: "Store it as an item of the current guest: it moves to the account on 'vault signin'.")
+        var guest = false
+
+        @Flag(name: .customLong("non-transferable"), help: "With --guest: the item stays with the guest on sign-in (like consumables).")
+        var nonTransferable = false
+
         @Option(help: .hidden)
         var owner = ""
 
         func validate() throws {
             if expiresAt != nil, expiresIn != nil { throw ValidationError("give either --expires-at or --expires-in, not both") }
+            if nonTransferable, !guest { throw ValidationError("--non-transferable goes with --guest") }
+            if guest, !owner.isEmpty { throw ValidationError("give either --guest or --owner, not both") }
         }
 
         func run() throws {
             let store = try options.openStore()
+            let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
             let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
             let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
-            let stored = try store.put(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label, expiresAt: expiry),
+            let stored = try store.put(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label, expiresAt: expiry,
+                                                transferable: !nonTransferable),
                                        replace: replace)
             ErrorReport.note("Stored '\(name)' (\(stored.kind), \(stored.secretByteCount) bytes, \(stored.expiryStatus(at: Date()))).")
         }
+    }
+}
+
+extension VaultCommand.Add {
+    /// The current guest's namespace; guest mode must be on.
+    static func guestOwner(in directory: String) throws -> String {
+        let profile = try ProfileStore(directory: directory).load()
+        guard profile?.user == nil, let anonymousID = profile?.anonymousID else {
+            throw VaultError(.invalidInput, profile?.user != nil ? "someone is signed in, so there is no guest to add items for"
+                                                                  : "guest mode is not on yet", fix: "run 'vault guest' first")
+        }
+        return SessionNamespaces.guest(anonymousID)
     }
 }
 

@@ -66,7 +66,7 @@ import VaultCrypto
         struct Offline: Error {}
         await #expect(throws: Offline.self) { _ = try await session.validCredentials { _ in throw Offline() } }
         let state = await session.restore()
-        guard case let .expired(_, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
+        guard case let .expired(_, hasRefreshToken, _) = state else { Issue.record("expected expired, got \(state)"); return }
         #expect(hasRefreshToken)
     }
 

@@ -59,7 +59,7 @@ import VaultCrypto
         #expect(await session.restore().name == "signedIn")
         fixture.clock.advance(by: 1)   // 60 s left: inside the leeway
         let state = await session.restore()
-        guard case let .expired(user, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
+        guard case let .expired(user, hasRefreshToken, _) = state else { Issue.record("expected expired, got \(state)"); return }
         #expect(user.id == "u1")
         #expect(hasRefreshToken)
         fixture.clock.advance(by: 3600)
@@ -81,7 +81,7 @@ import VaultCrypto
         let session = try fixture.session()
         try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 30, refresh: false))
         let state = await session.restore()
-        guard case let .expired(_, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
+        guard case let .expired(_, hasRefreshToken, _) = state else { Issue.record("expected expired, got \(state)"); return }
         #expect(!hasRefreshToken)
     }
 
@@ -139,7 +139,7 @@ import VaultCrypto
         try await fixture.session().signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
         try fixture.store().wipe()
         let state = try await fixture.session().restore()
-        guard case let .expired(user, hasRefreshToken) = state else { Issue.record("expected expired, got \(state)"); return }
+        guard case let .expired(user, hasRefreshToken, _) = state else { Issue.record("expected expired, got \(state)"); return }
         #expect(user.id == "u1")
         #expect(!hasRefreshToken)
     }

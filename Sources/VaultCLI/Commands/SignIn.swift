@@ -1,0 +1,93 @@
+import ArgumentParser
+import CredentialVault
+import Foundation
+
+extension VaultCommand {
+    /// `vault signin`: stores an OAuth 2.0 token response and upgrades the guest.
+    struct SignIn: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signin",
+            abstract: "Sign in with an OAuth 2.0 token response read from standard input.",
+            discussion: """
+                Standard input is the token endpoint's JSON (RFC 6749 §5.1: access_token, token_type, \
+                expires_in, and optionally refresh_token, id_token, scope), so `curl … | vault signin --user-id u1` \
+                works. From guest mode the guest's transferable items move to the account in the same atomic write.
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Option(name: .customLong("user-id"), help: "The account's stable id (e.g. the 'sub' claim).")
+        var userID: String
+
+        @Option(help: "A display name.")
+        var name: String?
+
+        @Option(help: "The account's email address.")
+        var email: String?
+
+        @Option(name: .customLong("method"), help: "How the user signed in (password, google, apple, …).")
+        var method: String?
+
+        @Flag(help: "Mark the app's onboarding as finished for this user.")
+        var onboarded = false
+
+        @Option(name: .customLong("merge-policy"), help: ArgumentHelp(
+            "For items both the guest and the account have: keepAccount (default), keepGuest, newestWins, fail.",
+            valueName: "POLICY"), transform: MergePolicy.init(parsing:))
+        var mergePolicy: MergePolicy = .keepAccount
+
+        @Flag(help: "Print the migration report as JSON.")
+        var json = false
+
+        func run() async throws {
+            guard !StandardIO.isTerminal(0) else {
+                throw UsageError("pipe the token response JSON into 'vault signin' (for example: curl … | vault signin --user-id \(userID))")
+            }
+            let body = try StandardIO.readAll(from: 0, limit: TokenResponse.maximumLength, name: "standard input")
+            let credentials = try body.withUnsafeBytes { try TokenResponse.parse(Array($0), receivedAt: Date()) }
+            let session = try options.sessionManager(needsKey: true)
+            _ = await session.restore()
+            let user = User(id: userID, displayName: name, email: email, signInMethod: method, onboardingComplete: onboarded)
+            let report = try await session.signIn(user: user, credentials: credentials, policy: mergePolicy)
+            if json {
+                try StandardIO.printOutput(TextLayout.json(report.jsonValue))
+            } else {
+                try StandardIO.printOutput(TextLayout.fields([
+                    ("signed in", userID),
+                    ("from guest", report.anonymousID),
+                    ("moved", report.moved.isEmpty ? "-" : report.moved.joined(separator: ", ")),
+                    ("stayed with guest", report.stayed.isEmpty ? "-" : report.stayed.joined(separator: ", ")),
+                    ("conflicts", report.conflicts.isEmpty ? "-"
+                        : report.conflicts.map { "\($0.name) (\($0.resolution.rawValue))" }.joined(separator: ", ")),
+                ]))
+            }
+        }
+    }
+}
+
+extension MergePolicy {
+    /// Parses `--merge-policy`.
+    init(parsing text: String) throws {
+        switch text.lowercased().replacingOccurrences(of: "-", with: "") {
+        case "keepaccount": self = .keepAccount
+        case "keepguest": self = .keepGuest
+        case "newestwins": self = .newestWins
+        case "fail": self = .fail
+        default: throw VaultError(.invalidInput, "'\(text)' is not a merge policy; use keepAccount, keepGuest, newestWins or fail")
+        }
+    }
+}
+
+extension MigrationReport {
+    /// The `vault signin --json` object.
+    var jsonValue: JSONValue {
+        .object([
+            "anonymousId": .string(anonymousID),
+            "userId": .string(userID),
+            "moved": .array(moved.map(JSONValue.string)),
+            "stayed": .array(stayed.map(JSONValue.string)),
+            "conflicts": .array(conflicts.map { .object(["name": .string($0.name), "resolution": .string($0.resolution.rawValue)]) }),
+        ])
+    }
+}

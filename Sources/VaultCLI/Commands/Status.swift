@@ -1,0 +1,65 @@
+import ArgumentParser
+import CredentialVault
+import Foundation
+
+extension VaultCommand {
+    /// `vault status`: who is using the app right now.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the session state: guest, signedIn, needsOnboarding, expired or unavailable.",
+            discussion: """
+                Rebuilds the session exactly as an app does at start-up (SessionManager.restore()), finishing \
+                or rolling back a sign-in a crash interrupted. Exits 0 when the state is known; when it is \
+                'unavailable' the exit status says why (65 corrupt, 74 unreadable, 75 busy, 77 locked or wrong key).
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Flag(help: "Print a JSON object (see docs/CLI.md).")
+        var json = false
+
+        @Option(name: .customLong("min-ttl"), help: ArgumentHelp(
+            "Count the session as expired unless the token stays valid this long (90s, 15m).", valueName: "DURATION"),
+                transform: HumanDuration.seconds(in:))
+        var minTTL: Int64 = 0
+
+        func run() async throws {
+            let session = try options.sessionManager(needsKey: false)
+            let state = await session.restore(minTTL: .seconds(minTTL))
+            let anonymousID = await session.anonymousID
+            if json {
+                try StandardIO.printOutput(TextLayout.json(state.jsonValue(anonymousID: anonymousID)))
+            } else {
+                try StandardIO.printOutput(Self.describe(state, anonymousID: anonymousID))
+            }
+            let status = state.exitStatus
+            if status != VaultExitStatus.success { throw ExitCode(status) }
+        }
+
+        static func describe(_ state: SessionState, anonymousID: String?) -> String {
+            let now = Date()
+            var fields: [(label: String, value: String)] = [("state", state.name)]
+            if let user = state.user {
+                fields.append(("user", user.id))
+                if let name = user.displayName { fields.append(("name", name)) }
+                if let email = user.email { fields.append(("email", email)) }
+            }
+            switch state {
+            case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
+                let expiry = credentials.expiresAt.map { ExpiryStatus(expiresAt: $0, now: now).description } ?? "no expiry known"
+                fields.append(("token", "\(credentials.tokenType), \(expiry)"))
+                fields.append(("refresh token", credentials.refreshToken == nil ? "no" : "yes"))
+            case let .expired(_, hasRefreshToken, expiresAt):
+                if let expiresAt { fields.append(("token", ExpiryStatus(expiresAt: expiresAt, now: now).description)) }
+                fields.append(("refresh token", hasRefreshToken ? "yes (refresh to continue)" : "no (sign in again)"))
+            case let .unavailable(why):
+                fields.append(("reason", why.description))
+            case .guest:
+                break
+            }
+            if let anonymousID { fields.append(("anonymous id", anonymousID)) }
+            return TextLayout.fields(fields)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import CredentialVault
+import Foundation
+import VaultCrypto
+
+extension VaultOptions {
+    /// A session over the vault directory. The key is looked up only when a vault exists
+    /// or `needsKey` is set; when none can be found for an existing vault, the session is
+    /// created locked (status reports `unavailable: locked`).
+    func sessionManager(needsKey: Bool) throws -> SessionManager {
+        let directory = directory
+        let exists = SecretStore.exists(in: directory)
+        let key: VaultKey?
+        if needsKey {
+            key = try KeySources.current(self, confirmNew: !exists)
+        } else if exists {
+            key = try? KeySources.current(self, confirmNew: false)
+        } else {
+            key = nil
+        }
+        return SessionManager(directory: directory, key: key, configuration: SessionConfiguration(lockTimeout: lockTimeout))
+    }
+}
+
+extension SessionState {
+    /// The `vault status --json` object (docs/CLI.md): state, anonymousId, userId, expiresAt, reason, …
+    func jsonValue(anonymousID: String?) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "state": .string(name),
+            "anonymousId": anonymousID.map(JSONValue.string) ?? .null,
+            "userId": user.map { .string($0.id) } ?? .null,
+            "displayName": user?.displayName.map(JSONValue.string) ?? .null,
+            "email": user?.email.map(JSONValue.string) ?? .null,
+            "expiresAt": credentials?.expiresAt.map { .string(RFC3339.string(from: $0)) } ?? .null,
+            "hasRefreshToken": .null,
+            "reason": .null,
+            "message": .null,
+        ]
+        switch self {
+        case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
+            object["hasRefreshToken"] = .bool(credentials.refreshToken != nil)
+        case let .expired(_, hasRefreshToken, expiresAt):
+            object["hasRefreshToken"] = .bool(hasRefreshToken)
+            object["expiresAt"] = expiresAt.map { .string(RFC3339.string(from: $0)) } ?? .null
+        case let .unavailable(why):
+            object["reason"] = .string(why.reason.rawValue)
+            object["message"] = .string(why.error?.description ?? why.description)
+        case .guest:
+            break
+        }
+        return .object(object)
+    }
+
+    /// The exit status of `vault status`: 0 whenever the state is known; for `unavailable`
+    /// the status of the underlying error (77 for a locked vault).
+    var exitStatus: Int32 {
+        guard case let .unavailable(why) = self else { return VaultExitStatus.success }
+        if let error = why.error { return error.exitStatus }
+        return VaultExitStatus.permission
+    }
+}

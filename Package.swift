@@ -49,6 +49,11 @@ let package = Package(
             name: "VaultTestWorker",
             dependencies: ["CredentialVault", "VaultCrypto"]
         ),
+        // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
+        .executableTarget(
+            name: "VaultBench",
+            dependencies: ["CredentialVault", "VaultCrypto"]
+        ),
         .testTarget(
             name: "VaultCryptoTests",
             dependencies: ["VaultCrypto"],

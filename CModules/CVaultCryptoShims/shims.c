@@ -25,7 +25,9 @@ static void fetch_algorithms(void) {
 
 static const EVP_CIPHER *aes256gcm(void) {
     pthread_once(&fetch_once, fetch_algorithms);
-    return aes256gcm_cipher;
+    // If the one-time fetch failed, fall back to the implicitly fetched cipher rather
+    // than failing for the life of the process.
+    return aes256gcm_cipher != NULL ? aes256gcm_cipher : EVP_aes_256_gcm();
 }
 
 int vault_aes256gcm_seal(const uint8_t *key,

@@ -2,10 +2,18 @@
 // vault from another process and acknowledges each committed write on stdout,
 // so a parent that kills it at a random moment knows which writes must survive.
 //
+// `mixed` runs random add / get / rm / rotate / passwd (a key change to the same key file)
+// until SECONDS have passed. It prints "begin add NAME" / "begin rm NAME" before those
+// writes and "ok add NAME", "ok get NAME", "ok rm NAME", "ok rotate", "ok passwd" after
+// each commits, so a killed worker's one unfinished write is known (scripts/stress).
+// `verify` authenticates every secret, checks that each is "secret-NAME", and prints
+// "entry NAME" per entry, then "ok verify ENTRIES GENERATION".
+//
 // Usage:
 //   VaultTestWorker create DIR KEY_FILE - 0
 //   VaultTestWorker add DIR KEY_FILE PREFIX COUNT
 //   VaultTestWorker mixed DIR KEY_FILE PREFIX SECONDS
+//   VaultTestWorker verify DIR KEY_FILE - 0
 //   VaultTestWorker signin DIR KEY_FILE USER_ID 0
 //   VaultTestWorker refresh DIR KEY_FILE COUNTER_FILE DELAY_MS
 import CredentialVault
@@ -56,6 +64,7 @@ do {
             if roll < 60 || live.isEmpty {
                 let name = "\(prefix)-\(index)"
                 index += 1
+                acknowledge("begin add \(name)")
                 try store.put(NewEntry(name: name, secret: SecureBytes(copying: Array("secret-\(name)".utf8))))
                 live.append(name)
                 acknowledge("ok add \(name)")
@@ -66,13 +75,29 @@ do {
                 acknowledge("ok get \(name)")
             } else if roll < 95 {
                 let name = live.remove(at: Int.random(in: 0..<live.count, using: &generator))
+                acknowledge("begin rm \(name)")
                 try store.remove(named: name)
                 acknowledge("ok rm \(name)")
-            } else {
+            } else if roll < 97 {
                 try store.rotate()
                 acknowledge("ok rotate")
+            } else {
+                try store.changeKey(to: VaultKey.fromKeyFile(path: keyFile))
+                acknowledge("ok passwd")
             }
         }
+    case "verify":
+        let report = try store.verify()
+        guard report.isIntact else { fail("verify: \(report.failures.count) entries fail to authenticate") }
+        let entries = try store.list()
+        for metadata in entries {
+            let secret = try store.secret(named: metadata.name, owner: metadata.owner)
+            guard secret == SecureBytes(copying: Array("secret-\(metadata.name)".utf8)) else {
+                fail("verify: wrong secret for \(metadata.name)")
+            }
+            acknowledge("entry \(metadata.name)")
+        }
+        acknowledge("ok verify \(entries.count) \(store.generation)")
     default:
         fail("unknown command \(command)")
     }

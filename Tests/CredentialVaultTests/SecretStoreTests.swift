@@ -179,7 +179,7 @@ import VaultCrypto
         #expect(try reopened.verify().isIntact)
     }
 
-    @Test func wipeRemovesTheVaultAndLockFile() throws {
+    @Test func wipeRemovesTheVaultButKeepsTheLockFile() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }
         let key = try Fixtures.keyFile("alice.key", in: temp)
@@ -187,7 +187,8 @@ import VaultCrypto
         try store.put(NewEntry(name: "token", secret: secret("t")))
         try store.wipe()
         #expect(!FileManager.default.fileExists(atPath: store.vaultPath))
-        #expect(!FileManager.default.fileExists(atPath: temp.child("v/secrets.lock")))
+        // Deleting a lock file another process may wait on would split the lock in two.
+        #expect(FileManager.default.fileExists(atPath: temp.child("v/secrets.lock")))
         #expect(!SecretStore.exists(in: temp.child("v")))
         expectVaultError(.notFound) { try SecretStore.open(in: temp.child("v"), key: key, options: .testing()) }
     }
@@ -249,5 +250,25 @@ import VaultCrypto
         #expect(nonces.count == saves * 2)
         #expect(salts.count == 100)
         print("nonce uniqueness: \(saves) saves, \(nonces.count) distinct header/index nonces, \(salts.count) distinct salts")
+    }
+
+    @Test func canonicallyEquivalentNamesAreDistinctEntries() throws {
+        // "é" (U+00E9) and "e" + U+0301 are equal as Swift Strings but not as bytes; the
+        // index is ordered by bytes, so they must be two entries, and the file must reopen.
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let key = try Fixtures.keyFile("alice.key", in: temp)
+        let store = try SecretStore.create(in: temp.child("v"), key: key, options: .testing())
+        try store.put(NewEntry(name: "cafz", secret: secret("1")))
+        try store.put(NewEntry(name: "caf\u{E9}", secret: secret("2")))
+        try store.put(NewEntry(name: "zz", secret: secret("3")))
+        try store.put(NewEntry(name: "cafe\u{301}", secret: secret("4")), replace: true)
+        let reopened = try SecretStore.open(in: temp.child("v"), key: key, options: .testing())
+        #expect(try reopened.list().count == 4)
+        #expect(try reopened.secret(named: "caf\u{E9}") == secret("2"))
+        #expect(try reopened.secret(named: "cafe\u{301}") == secret("4"))
+        try reopened.remove(named: "cafe\u{301}")
+        #expect(try reopened.secret(named: "caf\u{E9}") == secret("2"))
+        expectVaultError(.notFound) { try reopened.secret(named: "cafe\u{301}") }
     }
 }

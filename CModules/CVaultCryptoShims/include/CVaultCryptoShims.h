@@ -11,11 +11,6 @@
 
 #if OPENSSL_VERSION_NUMBER < 0x30000000L
 #error "vault needs OpenSSL 3.0 or later (apt-get install libssl-dev)"
-/// Process hardening for tools that hold secrets: RLIMIT_CORE = 0 and
-/// prctl(PR_SET_DUMPABLE, 0) (prctl is variadic, so Swift cannot call it).
-/// Returns 0 on success, -1 when either call failed.
-int vault_disable_core_dumps(void);
-
 #endif
 
 #define VAULT_AES256GCM_KEY_BYTES 32

@@ -44,7 +44,7 @@ public actor SessionManager {
     /// - Parameter minTTL: How long the access token must stay valid (on top of the leeway)
     ///   to count as signed in.
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
-    public func restore(minTTL: Duration = .zero) -> SessionState {
+    public func restore(minTTL: Duration = .zero) async -> SessionState {
         do {
             var profile = try profiles.update { profile -> Profile in
                 if profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
@@ -52,11 +52,11 @@ public actor SessionManager {
             }
             anonymousID = profile.anonymousID
             if profile.pendingSignIn != nil {
-                try recoverInterruptedSignIn()
+                try await recoverInterruptedSignIn()
                 profile = try profiles.load() ?? profile
             }
             guard let user = profile.user else {
-                try shredOrphanedCredentials(keeping: nil)
+                try await shredOrphanedCredentials()
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
             guard let store = try openStore(create: false) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
@@ -91,8 +91,8 @@ public actor SessionManager {
     /// - Throws: `.alreadyExists` when another user is signed in; `.mergeConflict` under `.fail`;
     ///   `SessionUnavailable` when there is no key; store errors. Nothing changes on failure.
     @discardableResult
-    public func signIn(user: User, credentials: Credentials, policy: MergePolicy = .keepAccount) throws -> MigrationReport {
-        let lock = try sessionLock()
+    public func signIn(user: User, credentials: Credentials, policy: MergePolicy = .keepAccount) async throws -> MigrationReport {
+        let lock = try await sessionLock()
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
@@ -113,7 +113,9 @@ public actor SessionManager {
                                  fromGuest: current.user == nil)
             }
         } catch {
-            try? profiles.update { profile in profile.pendingSignIn = nil }
+            // The vault write may have landed even though it reported an error (a failed
+            // directory fsync comes after the rename): settle it by the marker, as restore() does.
+            try? settle(journal)
             throw error
         }
         try commit(journal)
@@ -128,20 +130,20 @@ public actor SessionManager {
     /// theirs can be decrypted with the key material held afterwards.
     /// - Parameter newAnonymousID: Give the guest a new anonymous id instead of the old one.
     /// - Throws: store errors; `.busy`.
-    public func signOut(newAnonymousID: Bool = false) throws {
-        let lock = try sessionLock()
+    public func signOut(newAnonymousID: Bool = false) async throws {
+        let lock = try await sessionLock()
         defer { lock.release() }
-        try signOutLocked(newAnonymousID: newAnonymousID)
+        try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil)
     }
 
     /// The "skip" button: become a guest with default settings and no guest items.
     /// Signs out first when someone is signed in.
     /// - Parameter resetAnonymousID: Start over with a new anonymous id.
     /// - Returns: The anonymous id.
-    public func enterGuestMode(resetAnonymousID: Bool = false) throws -> String {
-        let lock = try sessionLock()
+    public func enterGuestMode(resetAnonymousID: Bool = false) async throws -> String {
+        let lock = try await sessionLock()
         defer { lock.release() }
-        if try profiles.load()?.user != nil { try signOutLocked(newAnonymousID: false) }
+        if try profiles.load()?.user != nil { try signOutLocked(newAnonymousID: false, expectedUserID: nil) }
         let (old, new) = try profiles.update { profile -> (String?, String) in
             let old = profile.anonymousID
             if resetAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
@@ -207,10 +209,14 @@ public actor SessionManager {
     ///   answered `invalid_grant` (the session then ends and the app is a guest again); the
     ///   refresher's own error for transient failures (the session is kept).
     public func validCredentials(minTTL: Duration = .zero, refresher: @escaping TokenRefresher) async throws -> Credentials {
-        if let refreshTask { return try await refreshTask.value }
-        let (user, credentials) = try currentCredentials()
+        if let refreshTask {
+            let shared = try await refreshTask.value
+            if isValid(shared, minTTL: minTTL) { return shared }
+        }
+        let (_, credentials) = try currentCredentials()
         if isValid(credentials, minTTL: minTTL) { return credentials }
-        let task = Task { try await self.refresh(user: user, minTTL: minTTL, refresher: refresher) }
+        if let refreshTask { return try await refreshTask.value }
+        let task = Task { try await self.refresh(minTTL: minTTL, refresher: refresher) }
         refreshTask = task
         defer { refreshTask = nil }
         return try await task.value
@@ -218,11 +224,13 @@ public actor SessionManager {
 
     // MARK: Internals
 
-    private func refresh(user: User, minTTL: Duration, refresher: @escaping TokenRefresher) async throws -> Credentials {
-        let lock = try sessionLock()
+    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher) async throws -> Credentials {
+        // Held across the refresher call, so that exactly one process refreshes; the others
+        // wait here and then find the new tokens. Acquired off the actor's thread.
+        let lock = try await sessionLock(waitingForRefresh: false)
         defer { lock.release() }
-        // Another process may have refreshed while we waited for the lock.
-        let (_, latest) = try currentCredentials()
+        // Another process may have refreshed, or signed someone else in, while we waited.
+        let (user, latest) = try currentCredentials()
         if isValid(latest, minTTL: minTTL) { return latest }
         guard let refreshToken = latest.refreshToken else {
             throw VaultError(.sessionExpired, "the access token expired and there is no refresh token", fix: "sign in again")
@@ -232,7 +240,7 @@ public actor SessionManager {
             fresh = try await refresher(refreshToken)
         } catch RefreshFailure.invalidGrant {
             logger.notice("refresh token rejected; signing out", metadata: ["user": "\(user.id)"])
-            try signOutLocked(newAnonymousID: false)
+            try signOutLocked(newAnonymousID: false, expectedUserID: user.id)
             throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant); signed out to guest",
                              fix: "sign in again")
         }
@@ -240,6 +248,9 @@ public actor SessionManager {
         if merged.refreshToken == nil { merged.refreshToken = latest.refreshToken }
         if merged.idToken == nil { merged.idToken = latest.idToken }
         guard let store = try openStore(create: false) else { throw SessionUnavailable(reason: .locked, error: nil) }
+        guard try profiles.load()?.user?.id == user.id else {
+            throw VaultError(.notSignedIn, "'\(user.id)' signed out while the refresh was running", fix: "sign in again")
+        }
         try store.update { transaction in
             try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
         }
@@ -274,8 +285,9 @@ public actor SessionManager {
         return SessionNamespaces.guest(fresh)
     }
 
-    private func signOutLocked(newAnonymousID: Bool) throws {
+    private func signOutLocked(newAnonymousID: Bool, expectedUserID: String?) throws {
         let signedOut = try profiles.update { profile -> User? in
+            if let expectedUserID, profile.user?.id != expectedUserID { return nil }
             let user = profile.user ?? profile.pendingSignIn?.user
             profile.user = nil
             profile.pendingSignIn = nil
@@ -292,10 +304,16 @@ public actor SessionManager {
     }
 
     /// Finishes a sign-in whose vault write landed, or forgets one whose vault write did not.
-    private func recoverInterruptedSignIn() throws {
-        let lock = try sessionLock()
+    private func recoverInterruptedSignIn() async throws {
+        let lock = try await sessionLock()
         defer { lock.release() }
         guard let journal = try profiles.load()?.pendingSignIn else { return }
+        try settle(journal)
+    }
+
+    /// Rolls a journalled sign-in forward when its vault write carries the marker, back otherwise.
+    /// Call with `session.lock` held.
+    private func settle(_ journal: PendingSignIn) throws {
         let landed: Bool
         if let store = try openStore(create: false) {
             landed = try store.snapshot { view in
@@ -334,20 +352,29 @@ public actor SessionManager {
     }
 
     /// Removes the namespaces of users the profile does not name (left by a crash during sign-out).
-    private func shredOrphanedCredentials(keeping userID: String?) throws {
+    /// The decision is taken again under `session.lock`, from the profile as it is then, so a
+    /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
+    private func shredOrphanedCredentials() async throws {
         guard let store = try openStore(create: false) else { return }
-        let orphans = try store.snapshot { view in
-            view.owners.filter { $0.hasPrefix("user:") && $0 != userID.map(SessionNamespaces.user) }
-        }
-        guard !orphans.isEmpty else { return }
-        let lock = try sessionLock()
+        let suspects = try store.snapshot { view in view.owners.contains { $0.hasPrefix("user:") } }
+        guard suspects else { return }
+        let lock = try await sessionLock()
         defer { lock.release() }
-        guard try profiles.load()?.pendingSignIn == nil else { return }
-        try store.update { transaction in
+        let profile = try profiles.load()
+        guard profile?.pendingSignIn == nil else { return }
+        let keep = profile?.user.map { SessionNamespaces.user($0.id) }
+        let removed = try store.update { transaction -> Int in
+            let orphans = transaction.owners.filter { owner in
+                owner.hasPrefix("user:") && !(keep.map { owner.sameBytes(as: $0) } ?? false)
+            }
+            guard !orphans.isEmpty else { return 0 }
             for owner in orphans { transaction.removeAll(owner: owner) }
             transaction.rotateDataKey()
+            return orphans.count
         }
-        logger.notice("shredded credentials left by an interrupted sign-out", metadata: ["namespaces": "\(orphans.count)"])
+        if removed > 0 {
+            logger.notice("shredded credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
+        }
     }
 
     static func migrate(into transaction: inout VaultTransaction, journal: PendingSignIn, credentials: Credentials,
@@ -398,9 +425,15 @@ public actor SessionManager {
         return store
     }
 
-    private func sessionLock() throws -> FileLock {
+    /// Takes `session.lock`. A refresh in flight in this process holds it, so other
+    /// transitions wait for that refresh first instead of timing out on our own lock; the
+    /// blocking `flock` wait runs off the actor so the refresh can finish meanwhile.
+    private func sessionLock(waitingForRefresh: Bool = true) async throws -> FileLock {
+        if waitingForRefresh, let refreshTask { _ = try? await refreshTask.value }
         try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
-        return try FileLock.acquire(path: sessionLockPath, mode: .exclusive, timeout: configuration.lockTimeout)
+        let path = sessionLockPath
+        let timeout = configuration.lockTimeout
+        return try await Task.detached { try FileLock.acquire(path: path, mode: .exclusive, timeout: timeout) }.value
     }
 
     static func newAnonymousID() throws -> String {

@@ -82,6 +82,7 @@ public final class ProfileStore: Sendable {
         try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
         let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: lockTimeout)
         defer { lock.release() }
+        SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: fileName)
         let original = try loadFile() ?? Profile()
         var profile = original
         let result = try body(&profile)

@@ -3,8 +3,9 @@ import Foundation
 extension SecretStore {
     /// Crypto-shreds the vault in `directory` without opening it, so that a vault whose
     /// passphrase is lost can still be destroyed: under the vault lock, overwrites the
-    /// vault file (and with it the wrapped data key) with zeros, removes it, leftover
-    /// temporary files and the lock file.
+    /// vault file (and with it the wrapped data key) with zeros, removes it and leftover
+    /// temporary files. The lock file stays: deleting a lock file that another process
+    /// may be waiting on would let two processes hold "the" lock at once.
     /// - Parameters:
     ///   - directory: the vault directory.
     ///   - lockTimeout: how long to wait for another process's lock.
@@ -16,10 +17,9 @@ extension SecretStore {
         let vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
         guard SecureFileSystem.exists(vaultPath) else { return false }
         let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: lockTimeout)
+        defer { lock.release() }
         SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
         try SecureFileSystem.overwriteAndRemove(vaultPath)
-        lock.release()
-        try SecureFileSystem.removeFile(lockPath, ignoreMissing: true)
         return true
     }
 }

@@ -57,6 +57,28 @@ public final class SecretStore: Sendable {
         var dataKeysCache: (dek: SymmetricKey, vaultID: [UInt8], keys: DataKeys)?
         var highestGeneration: UInt64
         var vaultID: [UInt8]?
+        /// The last file decoded and what it decoded to. Decoding is a pure function of the bytes
+        /// and the key, so a byte-identical file is not decoded again (`open` followed by `secret`
+        /// reads the file twice). Holds no plaintext secret: values stay sealed.
+        var lastDecoded: DecodedFile?
+    }
+
+    struct DecodedFile {
+        var file: [UInt8]
+        var image: VaultImage
+        var keys: DataKeys
+        var kek: SymmetricKey
+
+        /// Byte-for-byte equality (`memcmp`: the file can be hundreds of megabytes).
+        func matches(_ other: [UInt8]) -> Bool {
+            guard file.count == other.count else { return false }
+            return file.withUnsafeBytes { cached in
+                other.withUnsafeBytes { fresh in
+                    guard let a = cached.baseAddress, let b = fresh.baseAddress else { return cached.count == 0 }
+                    return memcmp(a, b, cached.count) == 0
+                }
+            }
+        }
     }
 
     struct KEKCacheKey: Hashable {
@@ -118,7 +140,7 @@ public final class SecretStore: Sendable {
     /// Metadata of every entry (or of one owner's), without secrets.
     /// - Throws: the errors of `open`.
     public func list(owner: String? = nil) throws -> [EntryMetadata] {
-        try read { image, _ in image.entries.lazy.filter { owner == nil || $0.owner == owner }.map(\.metadata) }
+        try read { image, _ in image.entries.lazy.filter { owner == nil || $0.owner.sameBytes(as: owner ?? "") }.map(\.metadata) }
     }
 
     /// One entry's metadata.
@@ -233,6 +255,7 @@ public final class SecretStore: Sendable {
             image.generation += 1
             try write(image, keys: keys, kek: newKEK, state: &state)
             state.key = newKey
+            state.lastDecoded = nil
             state.kekCache = [KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt): newKEK]
             options.logger.info("vault key changed", metadata: ["generation": "\(image.generation)"])
         }
@@ -254,17 +277,17 @@ public final class SecretStore: Sendable {
     }
 
     /// Crypto-shreds the vault: overwrites the file (and with it the wrapped key) with zeros,
-    /// removes it and the lock file, and forgets the keys held in memory.
+    /// removes it, and forgets the keys held in memory. The lock file stays (see `FileLock`).
     /// - Throws: `.busy`, `.io`.
     public func wipe() throws {
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }   // the lock file stays: see FileLock
             SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
             try SecureFileSystem.overwriteAndRemove(vaultPath)
-            lock.release()
-            try SecureFileSystem.removeFile(lockPath, ignoreMissing: true)
             state.kekCache = [:]
             state.dataKeysCache = nil
+            state.lastDecoded = nil
             options.logger.info("vault wiped")
         }
     }
@@ -286,11 +309,35 @@ public final class SecretStore: Sendable {
         } catch let error as VaultError where error.code == .notFound {
             throw VaultError.vaultNotFound(path: directory)
         }
+        let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
+        if let cached = state.lastDecoded, cached.matches(file) {
+            (image, keys, kek) = (cached.image, cached.keys, cached.kek)
+        } else {
+            state.lastDecoded = nil
+            (image, keys, kek) = try decode(file, state: &state)
+            state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
+        }
+        if let known = state.vaultID, known != image.vaultID {
+            throw VaultError(.tampered, "the vault file was replaced by a different vault", path: vaultPath,
+                             fix: "restore the original file, or open the other vault explicitly")
+        }
+        guard image.generation >= state.highestGeneration else {
+            throw VaultError(.rollbackDetected,
+                             "the vault file is generation \(image.generation), older than generation \(state.highestGeneration) seen before",
+                             path: vaultPath, fix: "an older copy was restored over the vault; restore the newest copy")
+        }
+        state.vaultID = image.vaultID
+        state.highestGeneration = image.generation
+        return (image, keys, kek)
+    }
+
+    /// Decodes `file` with the store's key, using and filling the KEK and data-key caches.
+    private func decode(_ file: [UInt8], state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let key = state.key
         let policy = options.kdfPolicy
         var kekCache = state.kekCache
         var dataKeysCache = state.dataKeysCache
-        let (image, keys, kek) = try VaultFileCodec.decode(
+        let decoded = try VaultFileCodec.decode(
             file, path: vaultPath,
             kekProvider: { slot in
                 let cacheKey = KEKCacheKey(kind: slot.kind.rawValue, parameters: slot.scrypt, salt: slot.salt)
@@ -308,18 +355,7 @@ public final class SecretStore: Sendable {
             })
         state.kekCache = kekCache
         state.dataKeysCache = dataKeysCache
-        if let known = state.vaultID, known != image.vaultID {
-            throw VaultError(.tampered, "the vault file was replaced by a different vault", path: vaultPath,
-                             fix: "restore the original file, or open the other vault explicitly")
-        }
-        guard image.generation >= state.highestGeneration else {
-            throw VaultError(.rollbackDetected,
-                             "the vault file is generation \(image.generation), older than generation \(state.highestGeneration) seen before",
-                             path: vaultPath, fix: "an older copy was restored over the vault; restore the newest copy")
-        }
-        state.vaultID = image.vaultID
-        state.highestGeneration = image.generation
-        return (image, keys, kek)
+        return decoded
     }
 
     private func write(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey, state: inout State) throws {

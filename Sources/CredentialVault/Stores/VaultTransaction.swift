@@ -22,7 +22,7 @@ public struct VaultTransaction: ~Copyable {
 
     /// Metadata of every entry, or of one owner's entries, in name order.
     public func list(owner: String? = nil) -> [EntryMetadata] {
-        image.entries.lazy.filter { owner == nil || $0.owner == owner }.map(\.metadata)
+        image.entries.lazy.filter { owner == nil || $0.owner.sameBytes(as: owner ?? "") }.map(\.metadata)
     }
 
     /// Metadata of one entry, or nil.
@@ -106,7 +106,11 @@ public struct VaultTransaction: ~Copyable {
     }
 
     /// Every owner namespace that holds at least one entry.
-    public var owners: Set<String> { Set(image.entries.map(\.owner)) }
+    public var owners: [String] {
+        var seen: [String] = []
+        for entry in image.entries where !(seen.last.map { $0.sameBytes(as: entry.owner) } ?? false) { seen.append(entry.owner) }
+        return seen
+    }
 
     /// Asks for a new data key when the transaction commits: every remaining secret is
     /// re-encrypted, so copies of removed secrets in old files or backups cannot be
@@ -120,7 +124,7 @@ public struct VaultTransaction: ~Copyable {
     @discardableResult
     public mutating func removeAll(owner: String) -> Int {
         let before = image.entries.count
-        image.entries.removeAll { $0.owner == owner }
+        image.entries.removeAll { $0.owner.sameBytes(as: owner) }
         let removed = before - image.entries.count
         if removed > 0 { changed = true }
         return removed

@@ -19,14 +19,17 @@ enum PrivacyCheck {
     static let groupAndOther: mode_t = 0o077
 
     /// Requires a regular file owned by the effective user, without group/other bits,
-    /// with exactly one link.
+    /// with at most one link.
+    ///
+    /// Zero links is allowed: a writer renamed a new file over the path after we opened it
+    /// (readers take no lock), so we hold the complete old version, reachable under no name.
     /// - Throws: `VaultError` `.insecurePermissions` naming the first rule broken.
     static func requirePrivateFile(_ status: stat, path: String) throws(VaultError) {
         guard status.st_mode & typeMask == regularFile else {
             throw .wrongFileType(path, expected: "a regular file")
         }
         try requireOwnedAndPrivate(status, path: path, isDirectory: false)
-        guard status.st_nlink == 1 else { throw .multipleLinks(path, count: Int(status.st_nlink)) }
+        guard status.st_nlink <= 1 else { throw .multipleLinks(path, count: Int(status.st_nlink)) }
     }
 
     /// Requires a directory owned by the effective user without group/other bits.

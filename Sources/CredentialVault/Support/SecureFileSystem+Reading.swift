@@ -10,7 +10,8 @@ extension SecureFileSystem {
     /// Opens with `O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK` (non-blocking so a FIFO planted
     /// at the path cannot hang us; it is then refused as not a regular file) and checks the
     /// opened file with `fstat`: regular, owned by the effective user, no group/other bits,
-    /// exactly one link, at most `maxBytes` long.
+    /// at most one link (none once a writer has renamed a new file over it), at most
+    /// `maxBytes` long.
     /// - Parameters:
     ///   - path: the file.
     ///   - maxBytes: the largest size accepted; checked before reading and while reading.

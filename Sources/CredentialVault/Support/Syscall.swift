@@ -67,6 +67,9 @@ enum Syscall {
     /// Writes all of `bytes`, continuing after partial writes. The C functions are
     /// `write(2)`, or `pwrite(2)` when `offset` is given.
     static func writeAll(_ descriptor: Int32, _ bytes: ArraySlice<UInt8>, at offset: Int? = nil) throws(SyscallError) {
+        if let injected = IOFaultInjection.failingWritesErrno {
+            throw SyscallError(call: offset == nil ? "write" : "pwrite", code: injected)
+        }
         let failure = bytes.withUnsafeBytes { buffer -> SyscallError? in
             guard let base = buffer.baseAddress else { return nil }
             var done = 0

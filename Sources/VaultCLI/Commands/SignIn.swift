@@ -45,7 +45,7 @@ extension VaultCommand {
                 throw UsageError("pipe the token response JSON into 'vault signin' (for example: curl … | vault signin --user-id \(userID))")
             }
             let body = try StandardIO.readAll(from: 0, limit: TokenResponse.maximumLength, name: "standard input")
-            let credentials = try body.withUnsafeBytes { try TokenResponse.parse(Array($0), receivedAt: Date()) }
+            let credentials = try TokenResponse.parse(body, receivedAt: Date())
             let session = try options.sessionManager(needsKey: true)
             _ = await session.restore()
             let user = User(id: userID, displayName: name, email: email, signInMethod: method, onboardingComplete: onboarded)

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ArgumentParser
 import CredentialVault
 import Foundation
@@ -18,9 +13,6 @@ extension VaultCommand {
                 """
         )
 
-        /// The profile files `--all` removes.
-        static let profileFiles = ["profile.json", "profile.lock"]
-
         @OptionGroup var options: VaultOptions
 
         @Flag(help: "Do not ask for confirmation.")
@@ -33,8 +25,11 @@ extension VaultCommand {
             let directory = options.directory
             if !yes { try Self.confirm(directory: directory, terminal: options.terminal()) }
             let wiped = try SecretStore.wipe(in: directory, lockTimeout: options.lockTimeout)
-            let removed = all ? try Self.profileFiles.filter { try Self.removeIfPresent((directory as NSString).appendingPathComponent($0)) } : []
-            guard wiped || !removed.isEmpty else { throw VaultError.vaultNotFound(path: directory) }
+            let profiles = ProfileStore(directory: directory, lockTimeout: options.lockTimeout)
+            // Removed whatever its contents: a corrupt profile is exactly what --all must clear.
+            let hadProfile = all && FileManager.default.fileExists(atPath: profiles.path)
+            if hadProfile { try profiles.remove() }
+            guard wiped || hadProfile else { throw VaultError.vaultNotFound(path: directory) }
             ErrorReport.note(wiped ? "Wiped the vault in \(directory)." : "No vault in \(directory); removed the profile.")
         }
 
@@ -46,15 +41,6 @@ extension VaultCommand {
             }
             let answer = try terminal.readLine(prompt: "This destroys every credential in \(directory). Type 'wipe' to go on: ")
             guard answer == "wipe" else { throw UsageError("not confirmed; nothing was wiped") }
-        }
-
-        /// Removes a file; a missing one is fine. The corresponding C function is `unlink`.
-        /// - Returns: whether a file was removed.
-        static func removeIfPresent(_ path: String) throws -> Bool {
-            guard unlink(path) != 0 else { return true }
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { return false }
-            throw VaultError.io("removing the file", path: path, errno: code)
         }
     }
 }

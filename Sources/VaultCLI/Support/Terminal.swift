@@ -10,11 +10,18 @@ import VaultCrypto
 // `nonisolated(unsafe)` is safe: both are written on the one thread that prompts, before
 // the signal handlers are installed and after they are removed; the handler only reads them.
 nonisolated(unsafe) private var echoRestoreDescriptor: Int32 = -1
-nonisolated(unsafe) private var echoRestoreSettings = termios()
+// Heap storage, not a global `termios`: Swift 6.3.1 emits a statically initialised global
+// of an imported C struct without its interior padding (57 of termios's 60 bytes on Linux),
+// so assigning to it wrote 3 bytes past it (AddressSanitizer: global-buffer-overflow).
+nonisolated(unsafe) private let echoRestoreSettings: UnsafeMutablePointer<termios> = {
+    let storage = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+    storage.initialize(to: termios())
+    return storage
+}()
 
 /// Restores the terminal and exits like the signal would have (128 + signal number).
 private func restoreTerminalAndExit(_ signal: Int32) {
-    if echoRestoreDescriptor >= 0 { _ = tcsetattr(echoRestoreDescriptor, TCSANOW, &echoRestoreSettings) }
+    if echoRestoreDescriptor >= 0 { _ = tcsetattr(echoRestoreDescriptor, TCSANOW, echoRestoreSettings) }
     _exit(128 + signal)
 }
 
@@ -86,7 +93,7 @@ final class Terminal {
             controls[Int(VTIME)] = 0
         }
         echoRestoreDescriptor = inputDescriptor
-        echoRestoreSettings = saved
+        echoRestoreSettings.pointee = saved
         let previous = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].map { ($0, signal($0, restoreTerminalAndExit)) }
         let previousStop = signal(SIGTSTP, SIG_IGN)
         defer {

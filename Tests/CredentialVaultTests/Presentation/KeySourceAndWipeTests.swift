@@ -44,7 +44,8 @@ import VaultCrypto
         try store.put(NewEntry(name: "a", secret: secret("value")))
         #expect(try SecretStore.wipe(in: directory, lockTimeout: .seconds(1)))
         #expect(!SecretStore.exists(in: directory))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        // Only the (empty) lock file stays: nothing that held a secret.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == [SecretStore.FileNames.lock])
         #expect(try !SecretStore.wipe(in: directory, lockTimeout: .seconds(1)))
     }
 }

@@ -35,7 +35,8 @@ enum IndexCodec {
 
     /// Decodes the index, checking its binding to the header, caps, strict order,
     /// contiguous value offsets, and all-zero padding.
-    static func decode(_ plain: [UInt8], vaultID: [UInt8], generation: UInt64, values: [UInt8], path: String?) throws -> [SealedEntry] {
+    static func decode(_ plain: [UInt8], vaultID: [UInt8], generation: UInt64, values: ArraySlice<UInt8>,
+                       path: String?) throws -> [SealedEntry] {
         var reader = ByteReader(plain, region: "entry index")
         func corrupt(_ why: String) -> VaultError { VaultError.tampered(region: "entry index (\(why))", path: path) }
 
@@ -70,11 +71,11 @@ enum IndexCodec {
             }
             let nonce = Array(try reader.readBytes(VaultFileLayout.nonceByteCount))
             let tag = Array(try reader.readBytes(VaultFileLayout.tagByteCount))
-            let start = Int(offset)
+            let start = values.startIndex + Int(offset)
             let entry = SealedEntry(name: name, owner: owner, kind: kind, label: label,
                                     createdMilliseconds: created, updatedMilliseconds: updated, expiresMilliseconds: expires,
                                     transferable: flags & VaultFileLayout.flagTransferable != 0,
-                                    nonce: nonce, ciphertext: Array(values[start..<(start + length)]), tag: tag)
+                                    nonce: nonce, ciphertext: values[start..<(start + length)], tag: tag)
             if let previous = entries.last, !(previous.key < entry.key) {
                 throw corrupt("entries out of order or duplicated")
             }
@@ -92,7 +93,10 @@ enum IndexCodec {
         let length = Int(try reader.readUInt16())
         guard length <= cap, allowEmpty || length > 0 else { throw corrupt("\(what) length \(length) out of range") }
         let bytes = try reader.readBytes(length)
-        guard let string = String(validating: bytes, as: UTF8.self) else { throw corrupt("\(what) is not valid UTF-8") }
+        // Decoding repairs invalid UTF-8 with U+FFFD, so the bytes round-trip exactly only when
+        // they were valid. (Faster than String(validating:as:), which is not specialised here.)
+        let string = String(decoding: bytes, as: UTF8.self)
+        guard string.utf8.elementsEqual(bytes) else { throw corrupt("\(what) is not valid UTF-8") }
         return string
     }
 }

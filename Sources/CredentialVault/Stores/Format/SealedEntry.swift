@@ -13,7 +13,8 @@ struct SealedEntry: Sendable, Equatable {
     var expiresMilliseconds: Int64?
     var transferable: Bool
     var nonce: [UInt8]
-    var ciphertext: [UInt8]
+    /// A slice of the file read from disk (entries share its storage instead of each copying its value).
+    var ciphertext: ArraySlice<UInt8>
     var tag: [UInt8]
 
     var metadata: EntryMetadata {
@@ -41,15 +42,15 @@ struct SealedEntry: Sendable, Equatable {
 
     /// Seals `secret` for the entry (owner, name) with a fresh random nonce.
     static func seal(_ secret: SecureBytes, owner: String, name: String, vaultID: [UInt8], key: SymmetricKey) throws
-        -> (nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
+        -> (nonce: [UInt8], ciphertext: ArraySlice<UInt8>, tag: [UInt8]) {
         let box = try AES256GCM.seal(secret, using: key, authenticating: valueAAD(vaultID: vaultID, owner: owner, name: name))
-        return (box.nonce.bytes, box.ciphertext, box.tag)
+        return (box.nonce.bytes, box.ciphertext[...], box.tag)
     }
 
     /// Opens the secret. - Throws: `.tampered` naming the entry when it does not verify.
     func open(vaultID: [UInt8], key: SymmetricKey, path: String?) throws -> SecureBytes {
         do {
-            let box = try AES256GCM.SealedBox(nonce: AES256GCM.Nonce(bytes: nonce), ciphertext: ciphertext, tag: tag)
+            let box = try AES256GCM.SealedBox(nonce: AES256GCM.Nonce(bytes: nonce), ciphertext: Array(ciphertext), tag: tag)
             return try AES256GCM.open(box, using: key, authenticating: Self.valueAAD(vaultID: vaultID, owner: owner, name: name))
         } catch let error as CryptoError where error.isAuthenticationFailure {
             throw VaultError.tampered(region: "value of entry '\(name)'", path: path)
@@ -57,15 +58,32 @@ struct SealedEntry: Sendable, Equatable {
     }
 }
 
-/// Identifies an entry: owner namespace and name, ordered bytewise.
+/// Identifies an entry: owner namespace and name, compared and ordered by their UTF-8
+/// bytes. Not by `String` equality: that treats "é" and "e\u{301}" as equal, while the
+/// index is ordered by bytes, and mixing the two would write an out-of-order index.
 struct EntryKey: Hashable, Comparable, Sendable {
     var owner: String
     var name: String
 
+    static func == (lhs: EntryKey, rhs: EntryKey) -> Bool {
+        lhs.owner.utf8.elementsEqual(rhs.owner.utf8) && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        for byte in owner.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)   // never a UTF-8 byte: separates owner from name
+        for byte in name.utf8 { hasher.combine(byte) }
+    }
+
     static func < (lhs: EntryKey, rhs: EntryKey) -> Bool {
-        if lhs.owner != rhs.owner { return lhs.owner.utf8.lexicographicallyPrecedes(rhs.owner.utf8) }
+        if !lhs.owner.utf8.elementsEqual(rhs.owner.utf8) { return lhs.owner.utf8.lexicographicallyPrecedes(rhs.owner.utf8) }
         return lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8)
     }
+}
+
+extension String {
+    /// Byte-for-byte equality of the UTF-8 encodings (no Unicode canonical equivalence).
+    func sameBytes(as other: String) -> Bool { utf8.elementsEqual(other.utf8) }
 }
 
 extension Date {

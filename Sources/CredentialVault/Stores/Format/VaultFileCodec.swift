@@ -19,7 +19,11 @@ enum VaultFileCodec {
 
         let indexStart = VaultFileLayout.headerByteCount
         let indexEnd = indexStart + VaultFileLayout.nonceByteCount + Int(header.indexCiphertextLength) + VaultFileLayout.tagByteCount
-        let indexBox = try AES256GCM.SealedBox(combined: file[indexStart..<indexEnd])
+        let tagStart = indexEnd - VaultFileLayout.tagByteCount
+        let indexBox = try AES256GCM.SealedBox(
+            nonce: AES256GCM.Nonce(bytes: file[indexStart..<(indexStart + VaultFileLayout.nonceByteCount)]),
+            ciphertext: Array(file[(indexStart + VaultFileLayout.nonceByteCount)..<tagStart]),
+            tag: Array(file[tagStart..<indexEnd]))
         let plainIndex: SecureBytes
         do {
             plainIndex = try AES256GCM.open(indexBox, using: keys.index,
@@ -27,11 +31,12 @@ enum VaultFileCodec {
         } catch let error as CryptoError where error.isAuthenticationFailure {
             throw VaultError.tampered(region: "entry index", path: path)
         }
-        let values = Array(file[indexEnd...])
-        let entries = try plainIndex.withUnsafeBytes { buffer in
-            try IndexCodec.decode(Array(buffer), vaultID: header.vaultID, generation: header.generation,
-                                  values: values, path: path)
-        }
+        let values = file[indexEnd...]  // entries keep slices of it: no per-entry copies
+        // The index plaintext (names, labels, metadata) is wiped once decoded.
+        var indexBytes = plainIndex.withUnsafeBytes { Array($0) }
+        defer { SecureWipe.wipe(&indexBytes) }
+        let entries = try IndexCodec.decode(indexBytes, vaultID: header.vaultID, generation: header.generation,
+                                            values: values, path: path)
         let image = VaultImage(minorVersion: header.minorVersion, vaultID: header.vaultID, slot: header.slot,
                                generation: header.generation, entries: entries)
         return (image, keys, kek)
@@ -39,6 +44,10 @@ enum VaultFileCodec {
 
     /// Encodes `image` into file bytes, re-wrapping the DEK under `kek` and sealing the index with fresh nonces.
     static func encode(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey) throws -> [UInt8] {
+        // Never write an index that readers would refuse: strictly ascending by bytes.
+        for (previous, next) in zip(image.entries, image.entries.dropFirst()) where !(previous.key < next.key) {
+            preconditionFailure("vault entries out of byte order: the in-memory image is inconsistent")
+        }
         var header = VaultFileHeader(minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID, slot: image.slot,
                                      generation: image.generation, indexCiphertextLength: 0, valuesLength: 0, mac: [])
         let wrapped = try KeyHierarchy.wrap(dek: keys.dek, kek: kek, aad: header.wrapAAD())

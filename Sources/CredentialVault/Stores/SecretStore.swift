@@ -172,7 +172,7 @@ public final class SecretStore: Sendable {
     /// - Returns: A report listing entries that failed.
     /// - Throws: when the header or index fail (nothing can be checked then).
     public func verify() throws -> VerificationReport {
-        try read { image, keys in
+        try read(fromDisk: true) { image, keys in
             var failures: [VerificationReport.Failure] = []
             for sealed in image.entries {
                 do {
@@ -294,8 +294,9 @@ public final class SecretStore: Sendable {
 
     // MARK: Internals
 
-    private func read<T>(_ body: (VaultImage, DataKeys) throws -> T) throws -> T {
+    private func read<T>(fromDisk: Bool = false, _ body: (VaultImage, DataKeys) throws -> T) throws -> T {
         try state.withLock { state in
+            if fromDisk { state.lastDecoded = nil }
             let (image, keys, _) = try load(&state)
             return try body(image, keys)
         }
@@ -303,19 +304,28 @@ public final class SecretStore: Sendable {
 
     /// Reads and decodes the current file, checking rollback and identity.
     private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
-        let file: [UInt8]
+        let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
+        // A file that starts with the header last decoded is that same write (the header holds
+        // a fresh random nonce and a MAC): only the header is read, not the whole file.
+        let expected = state.lastDecoded.map { (prefix: Array($0.file.prefix(VaultFileLayout.headerByteCount)), size: $0.file.count) }
+        let read: SecureFileSystem.PrivateFileRead
         do {
-            file = try SecureFileSystem.readPrivateFile(vaultPath, maxBytes: VaultLimits.maximumFileBytes)
+            read = try SecureFileSystem.readPrivateFile(vaultPath, maxBytes: VaultLimits.maximumFileBytes, unlessStartsWith: expected)
         } catch let error as VaultError where error.code == .notFound {
             throw VaultError.vaultNotFound(path: directory)
         }
-        let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
-        if let cached = state.lastDecoded, cached.matches(file) {
+        switch read {
+        case .unchanged:
+            guard let cached = state.lastDecoded else { preconditionFailure("unchanged is only reported against a cached file") }
             (image, keys, kek) = (cached.image, cached.keys, cached.kek)
-        } else {
-            state.lastDecoded = nil
-            (image, keys, kek) = try decode(file, state: &state)
-            state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
+        case let .contents(file):
+            if let cached = state.lastDecoded, cached.matches(file) {
+                (image, keys, kek) = (cached.image, cached.keys, cached.kek)
+            } else {
+                state.lastDecoded = nil
+                (image, keys, kek) = try decode(file, state: &state)
+                state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
+            }
         }
         if let known = state.vaultID, known != image.vaultID {
             throw VaultError(.tampered, "the vault file was replaced by a different vault", path: vaultPath,

@@ -19,6 +19,26 @@ extension SecureFileSystem {
     /// - Throws: `VaultError` `.notFound`; `.insecurePermissions` for a symlink or an unsafe
     ///   file (the fix says e.g. "chmod 600"); `.corrupt` "file larger than N bytes"; `.io`.
     static func readPrivateFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
+        switch try readPrivateFile(path, maxBytes: maxBytes, unlessStartsWith: nil) {
+        case let .contents(bytes): return bytes
+        case .unchanged: return []   // not reached: no prefix was given
+        }
+    }
+
+    /// What `readPrivateFile(_:maxBytes:unlessStartsWith:)` found.
+    enum PrivateFileRead {
+        /// The file has the expected size and starts with the expected bytes; the rest was not read.
+        case unchanged
+        /// The whole file.
+        case contents([UInt8])
+    }
+
+    /// `readPrivateFile` with the same checks, but when the file is `expected.size` long and
+    /// starts with `expected.prefix`, only that prefix is read and `.unchanged` returned. For
+    /// the vault, the prefix is the header: it carries a fresh random nonce and a MAC on every
+    /// write, so an equal header means the same write.
+    static func readPrivateFile(_ path: String, maxBytes: Int, unlessStartsWith expected: (prefix: [UInt8], size: Int)?)
+        throws -> PrivateFileRead {
         let descriptor: OwnedDescriptor
         do {
             descriptor = OwnedDescriptor(try Syscall.openFile(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
@@ -38,7 +58,13 @@ extension SecureFileSystem {
         try PrivacyCheck.requirePrivateFile(status, path: path)
         guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
         do {
-            return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
+            if let expected, !expected.prefix.isEmpty, Int(status.st_size) == expected.size,
+               try Syscall.readAll(descriptor.raw, expectedCount: expected.prefix.count, limit: expected.prefix.count,
+                                   stoppingAt: expected.prefix.count) == expected.prefix {
+                return .unchanged
+            }
+            try Syscall.rewind(descriptor.raw)
+            return .contents(try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes))
         } catch {
             // The file grew after fstat: treat it like a file that was too large from the start.
             if error.code == EFBIG && error.call == "read" { throw VaultError.fileTooLarge(path, limit: maxBytes) }

@@ -94,19 +94,47 @@ enum Syscall {
 
     /// Reads until end of file, failing with `EFBIG` once more than `limit` bytes arrive.
     /// The C function is `read(2)`.
-    static func readAll(_ descriptor: Int32, expectedCount: Int, limit: Int) throws(SyscallError) -> [UInt8] {
-        var result = [UInt8]()
-        result.reserveCapacity(min(expectedCount, limit) + 1)
+    static func readAll(_ descriptor: Int32, expectedCount: Int, limit: Int,
+                        stoppingAt stop: Int? = nil) throws(SyscallError) -> [UInt8] {
+        // Read straight into a buffer of the expected size (+1 byte, to see the end of file in
+        // the same loop); only a file that grew after fstat falls back to reading in chunks.
+        // With `stop`, reads at most that many bytes and returns them (a prefix).
+        let capacity = stop.map { min($0, limit) } ?? (min(max(expectedCount, 0), limit) + 1)
+        var failure: SyscallError?
+        var result = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            while initialized < buffer.count {
+                let remaining = buffer.count - initialized
+                switch attempt("read", { read(descriptor, base + initialized, remaining) }) {
+                case let .success(count):
+                    if count == 0 { return }
+                    initialized += count
+                case let .failure(error):
+                    failure = error
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+        guard stop == nil, result.count == capacity else { return result }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let outcome = chunk.withUnsafeMutableBytes { buffer in
                 attempt("read") { read(descriptor, buffer.baseAddress, buffer.count) }
             }
             let count = try outcome.get()
-            if count == 0 { return result }
+            if count == 0 { break }
             guard result.count + count <= limit else { throw SyscallError(call: "read", code: EFBIG) }
             result.append(contentsOf: chunk[0..<count])
         }
+        guard result.count <= limit else { throw SyscallError(call: "read", code: EFBIG) }
+        return result
+    }
+
+    /// Moves the read position back to the start. The C function is `lseek(2)`.
+    static func rewind(_ descriptor: Int32) throws(SyscallError) {
+        guard lseek(descriptor, 0, SEEK_SET) == 0 else { throw SyscallError(call: "lseek", code: errno) }
     }
 
     /// Flushes a file or directory to stable storage. The C function is `fsync(2)`.

@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault add NAME`: stores a secret read from standard input.
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Store a secret, read from standard input, under NAME.",
             discussion: """
                 The secret is every byte of standard input, exactly: binary safe, a trailing newline is kept. \

@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault demo`: a real session, end to end, in a throwaway folder.
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "demo",
             abstract: "Walk through a real session in a throwaway folder, then remove it.",
             discussion: """
                 Runs the real commands, each in a new process, with a fresh key file: guest mode, guest items, \

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault get NAME`: the secret's bytes on standard output.
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "get",
             abstract: "Write the secret stored under NAME to standard output, exactly, with nothing added.",
             discussion: "A standard output that is closed or full is an error (exit 74), never a silent success."
         )

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault guest`: enter guest mode and print the anonymous id.
     struct Guest: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "guest",
             abstract: "Enter guest mode (the 'skip' button) and print the anonymous id.",
             discussion: "Signs out first if someone is signed in. Guest items and settings are reset to defaults."
         )

@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault inspect NAME`: metadata, expiry, a masked preview, JWT claims; never the secret.
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "inspect",
             abstract: "Show an entry's metadata, expiry, a masked preview and, for a JWT, its header and claims.",
             discussion: """
                 Never shows the whole secret: the preview is at most 4 characters and 1/8 of the secret, \

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault keygen FILE`: a new random key file.
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Create a new random 32-byte key file (mode 0600); never overwrites.",
             discussion: "Keep a copy somewhere safe: a vault made with this key cannot be opened without it."
         )

@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault list`: names and metadata, never secrets.
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the entries' names and metadata (never their secrets)."
         )
 

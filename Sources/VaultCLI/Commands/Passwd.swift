@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault passwd`: a new passphrase or key file.
     struct Passwd: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "passwd",
             abstract: "Change the passphrase or key file that opens the vault (the data key is rewrapped, not changed).",
             discussion: """
                 The new key is the first of: --new-key-file, --new-passphrase-file, $VAULT_NEW_PASSPHRASE, \

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault rotate`: a new data key.
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract: "Make a new data key and re-encrypt every secret under it (the passphrase or key file stays)."
         )
 

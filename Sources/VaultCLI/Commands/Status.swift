@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault status`: who is using the app right now.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show the session state: guest, signedIn, needsOnboarding, expired or unavailable.",
             discussion: """
                 Rebuilds the session exactly as an app does at start-up (SessionManager.restore()), finishing \

@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault token`: the signed-in user's access token, for scripts.
     struct Token: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "token",
             abstract: "Print the signed-in user's access token, if it is valid (for `curl -H \"Authorization: Bearer $(vault token)\"`).",
             discussion: "Writes exactly the token bytes. Exits 77 when the session is expired, 66 when nobody is signed in."
         )

@@ -5,6 +5,7 @@ extension VaultCommand {
     /// `vault verify`: authenticates every entry.
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Authenticate the header, the index and every secret; exit 65 when anything fails."
         )
 

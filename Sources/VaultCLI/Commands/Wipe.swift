@@ -6,6 +6,7 @@ extension VaultCommand {
     /// `vault wipe`: crypto-shreds every credential.
     struct Wipe: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "wipe",
             abstract: "Destroy every credential: overwrite the vault file and its wrapped key, then remove it.",
             discussion: """
                 Needs no key, so a vault whose passphrase is lost can still be destroyed. Without --yes it asks \

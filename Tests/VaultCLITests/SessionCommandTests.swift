@@ -59,6 +59,10 @@ import Testing
         let bad = try sandbox.run(["signin", "--user-id", "u1"], stdin: Data(#"{"token_type":"Bearer"}"#.utf8), environment: key)
         #expect(bad.status == 64)
         #expect(bad.stderrText.contains("access_token"))
+        let empty = try sandbox.run(["signin", "--user-id", "u1"], stdin: Data(), environment: key)
+        #expect(empty.status == 64)
+        #expect(empty.stderrText.contains("standard input is empty"))
+        #expect(empty.stderrText.contains("hint: "))
         #expect(try Self.json(sandbox.run(["status", "--json"], environment: key))["state"] as? String == "guest")
     }
 

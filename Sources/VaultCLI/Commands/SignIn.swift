@@ -45,6 +45,10 @@ extension VaultCommand {
                 throw UsageError("pipe the token response JSON into 'vault signin' (for example: curl … | vault signin --user-id \(userID))")
             }
             let body = try StandardIO.readAll(from: 0, limit: TokenResponse.maximumLength, name: "standard input")
+            guard !body.isEmpty else {
+                throw UsageError("standard input is empty: 'vault signin' reads the token endpoint's JSON response",
+                                 hint: "curl -s … https://auth.example.com/token | vault signin --user-id \(userID)")
+            }
             let credentials = try TokenResponse.parse(body, receivedAt: Date())
             let session = try options.sessionManager(needsKey: true)
             _ = await session.restore()

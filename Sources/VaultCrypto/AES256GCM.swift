@@ -91,20 +91,21 @@ public enum AES256GCM {
             guard plainBuffer.count <= Int(Int32.max) else {
                 throw CryptoError.invalidInputSize(what: "plaintext", actual: plainBuffer.count)
             }
-            var out = [UInt8](repeating: 0, count: plainBuffer.count)
-            try key.bytes.withUnsafeBytes { keyBuffer in
-                try nonce.withUnsafeBytes { nonceBuffer in
-                    try aad.withUnsafeBytes { aadBuffer in
-                        try out.withUnsafeMutableBytes { outBuffer in
+            // Filled completely by the cipher (or discarded on error): no need to zero it first.
+            return try [UInt8](unsafeUninitializedCapacity: plainBuffer.count) { outBuffer, initialized in
+                try key.bytes.withUnsafeBytes { keyBuffer in
+                    try nonce.withUnsafeBytes { nonceBuffer in
+                        try aad.withUnsafeBytes { aadBuffer in
                             try tag.withUnsafeMutableBytes { tagBuffer in
                                 try OpenSSLBackend.aesGCMSeal(key: keyBuffer, nonce: nonceBuffer, aad: aadBuffer,
-                                                              plaintext: plainBuffer, ciphertext: outBuffer, tag: tagBuffer)
+                                                              plaintext: plainBuffer, ciphertext: UnsafeMutableRawBufferPointer(outBuffer),
+                                                              tag: tagBuffer)
                             }
                         }
                     }
                 }
+                initialized = plainBuffer.count
             }
-            return out
         }
         return try SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
     }

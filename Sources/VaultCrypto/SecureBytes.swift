@@ -2,7 +2,7 @@ import Foundation
 
 /// Bytes that must not outlive their use: keys, passphrases, plaintext secrets.
 ///
-/// The storage is wiped with `OPENSSL_cleanse` when the last copy goes away,
+/// The storage is wiped with `explicit_bzero` when the last copy goes away,
 /// equality is checked in constant time (`CRYPTO_memcmp`), and `description`,
 /// `debugDescription` and reflection never show the bytes.
 public struct SecureBytes: Sendable {

@@ -31,7 +31,7 @@ enum OpenSSLBackend {
 
     // MARK: Memory
 
-    /// Wipes `buffer` (`OPENSSL_cleanse`).
+    /// Wipes `buffer` (`vault_secure_zero`: `explicit_bzero`, or `OPENSSL_cleanse` without glibc 2.25).
     static func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         vault_secure_zero(base.assumingMemoryBound(to: UInt8.self), buffer.count)

@@ -68,7 +68,19 @@ struct JSONWriter {
     }
 
     private mutating func writeString(_ string: String) {
+        Self.appendQuoted(string, to: &bytes)
+    }
+
+    /// Appends `string` as a JSON string literal (quoted, escaped) to `bytes`.
+    static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copy them in one go.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: string.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): append("\\\"")

@@ -28,7 +28,7 @@ extension VaultCommand {
             let entries = try options.openStore().list(owner: owner)
                 .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
             if json {
-                try StandardIO.printOutput(TextLayout.json(.array(entries.map { $0.jsonValue(now: now) })))
+                try StandardIO.printOutput(bytes: EntryListJSON.render(entries, now: now) + [0x0A])
             } else if entries.isEmpty {
                 ErrorReport.note("No entries.")
             } else {

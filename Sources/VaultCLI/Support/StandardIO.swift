@@ -48,6 +48,12 @@ enum StandardIO {
         try text.withUTF8 { try writeAll(UnsafeRawBufferPointer($0), to: output, name: "standard output") }
     }
 
+    /// Writes `bytes` (text that is not secret) to standard output.
+    /// - Throws: `VaultError` `.io` when standard output is closed or full.
+    static func printOutput(bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try writeAll($0, to: output, name: "standard output") }
+    }
+
     /// Writes `secret` to standard output, exactly, with nothing added.
     /// - Throws: `VaultError` `.io` when standard output is closed or full.
     static func printOutput(_ secret: SecureBytes) throws {

@@ -1,0 +1,19 @@
+import Foundation
+import Testing
+@testable import CredentialVault
+
+@Suite struct EntryListJSONTests {
+    @Test func streamingRendererMatchesTheGenericSerializerByteForByte() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let entries = [
+            EntryMetadata(name: "plain", owner: "", kind: .accessToken, label: nil, createdAt: now, updatedAt: now,
+                          expiresAt: now.addingTimeInterval(-5), transferable: true, secretByteCount: 40),
+            EntryMetadata(name: "quote\"back\\slash\ttab", owner: "user:u1", kind: .generic, label: "é 🔑 \u{1}",
+                          createdAt: Date(timeIntervalSince1970: 1_700_000_000.123), updatedAt: now,
+                          expiresAt: nil, transferable: false, secretByteCount: 0),
+        ]
+        let generic = try JSONValue.array(entries.map { $0.jsonValue(now: now) }).serialized(prettyPrinted: true)
+        #expect(EntryListJSON.render(entries, now: now) == generic)
+        #expect(EntryListJSON.render([], now: now) == (try JSONValue.array([]).serialized(prettyPrinted: true)))
+    }
+}

@@ -126,7 +126,8 @@ import Testing
     }
 }
 
-/// A separate process that takes an exclusive flock on a file and sleeps, so it can be
+/// A separate process that takes an exclusive flock on a file and sleeps (10 minutes: long
+/// enough that a test starved under ThreadSanitizer still finds it holding), so it can be
 /// killed with SIGKILL while holding it.
 ///
 /// With /usr/bin/flock the shell opens the file on fd 9, `flock 9` locks that open file
@@ -141,14 +142,14 @@ final class LockHoldingChild: @unchecked Sendable {
     init(path: String) throws {
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/flock") {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "exec 9<>\"$1\" && /usr/bin/flock -x 9 && exec sleep 30", "sh", path]
+            process.arguments = ["-c", "exec 9<>\"$1\" && /usr/bin/flock -x 9 && exec sleep 600", "sh", path]
         } else {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["python3", "-c",
                                  "import fcntl, os, sys, time\n"
                                  + "fd = os.open(sys.argv[1], os.O_RDWR)\n"
                                  + "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-                                 + "time.sleep(30)\n", path]
+                                 + "time.sleep(600)\n", path]
         }
         try process.run()
     }

@@ -46,9 +46,13 @@ public actor SessionManager {
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
     public func restore(minTTL: Duration = .zero) async -> SessionState {
         do {
-            var profile = try profiles.update { profile -> Profile in
-                if profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
-                return profile
+            // Read first; only the very first launch writes (the new anonymous id).
+            var profile = try profiles.load() ?? Profile()
+            if profile.anonymousID == nil {
+                profile = try profiles.update { profile -> Profile in
+                    if profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
+                    return profile
+                }
             }
             anonymousID = profile.anonymousID
             if profile.pendingSignIn != nil {
@@ -286,15 +290,15 @@ public actor SessionManager {
     }
 
     private func signOutLocked(newAnonymousID: Bool, expectedUserID: String?) throws {
-        let signedOut = try profiles.update { profile -> User? in
-            if let expectedUserID, profile.user?.id != expectedUserID { return nil }
+        let (signedOut, guestID) = try profiles.update { profile -> (User?, String?) in
+            if let expectedUserID, profile.user?.id != expectedUserID { return (nil, profile.anonymousID) }
             let user = profile.user ?? profile.pendingSignIn?.user
             profile.user = nil
             profile.pendingSignIn = nil
             if newAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
-            return user
+            return (user, profile.anonymousID)
         }
-        anonymousID = try profiles.load()?.anonymousID
+        anonymousID = guestID
         guard let user = signedOut, let store = try openStore(create: false) else { return }
         try store.update { transaction in
             transaction.removeAll(owner: SessionNamespaces.user(user.id))
@@ -440,13 +444,13 @@ public actor SessionManager {
         var bytes = try SecureRandom.bytes(count: 16)
         bytes[6] = (bytes[6] & 0x0F) | 0x40   // UUID version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80   // RFC 4122 variant
-        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let hex = bytes.hexString
         let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
         return parts.joined(separator: "-")
     }
 
     static func randomHex(_ count: Int) throws -> String {
-        try SecureRandom.bytes(count: count).map { String(format: "%02x", $0) }.joined()
+        try SecureRandom.bytes(count: count).hexString
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {

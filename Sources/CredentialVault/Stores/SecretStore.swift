@@ -131,7 +131,7 @@ public final class SecretStore: Sendable {
 
     /// The vault's random id, in hex.
     public var vaultID: String {
-        state.withLock { state in (state.vaultID ?? []).map { String(format: "%02x", $0) }.joined() }
+        state.withLock { state in (state.vaultID ?? []).hexString }
     }
 
     /// The highest generation this store has seen (it increases by one with every write).
@@ -140,15 +140,15 @@ public final class SecretStore: Sendable {
     /// Metadata of every entry (or of one owner's), without secrets.
     /// - Throws: the errors of `open`.
     public func list(owner: String? = nil) throws -> [EntryMetadata] {
-        try read { image, _ in image.entries.lazy.filter { owner == nil || $0.owner.sameBytes(as: owner ?? "") }.map(\.metadata) }
+        try snapshot { $0.list(owner: owner) }
     }
 
     /// One entry's metadata.
     /// - Throws: `.notFound`, and the errors of `open`.
     public func metadata(named name: String, owner: String = "") throws -> EntryMetadata {
-        try read { image, _ in
-            guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
-            return image.entries[position].metadata
+        try snapshot { view in
+            guard let metadata = view.metadata(named: name, owner: owner) else { throw VaultError.entryNotFound(name) }
+            return metadata
         }
     }
 
@@ -181,7 +181,7 @@ public final class SecretStore: Sendable {
                     failures.append(.init(owner: sealed.owner, name: sealed.name, error: error))
                 }
             }
-            return VerificationReport(vaultID: Self.hex(image.vaultID), generation: image.generation,
+            return VerificationReport(vaultID: image.vaultID.hexString, generation: image.generation,
                                       entriesChecked: image.entries.count, failures: failures)
         }
     }
@@ -412,5 +412,4 @@ public final class SecretStore: Sendable {
         }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 }

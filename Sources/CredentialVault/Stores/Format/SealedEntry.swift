@@ -96,6 +96,6 @@ extension Date {
     var millisecondsSince1970: Int64 {
         let value = (timeIntervalSince1970 * 1000).rounded(.down)
         guard value.isFinite else { return 0 }
-        return Int64(clamping: Int(exactly: value) ?? (value > 0 ? Int.max : Int.min))
+        return Int64(exactly: value) ?? (value > 0 ? .max : .min)
     }
 }

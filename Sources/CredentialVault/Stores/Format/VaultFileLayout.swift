@@ -17,7 +17,6 @@ enum VaultFileLayout {
     static let checksumByteCount = 8
 
     // Offsets inside the fixed-size header.
-    static let slotStart = 28
     /// End of the part authenticated as the AAD of the wrapped data key.
     static let wrapAADEnd = 70
     static let macedEnd = 150

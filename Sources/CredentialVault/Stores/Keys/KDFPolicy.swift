@@ -50,6 +50,6 @@ public struct KDFPolicy: Sendable, Hashable {
 
     /// Bounds handed to the crypto layer, matching this policy.
     var scryptBounds: Scrypt.Bounds {
-        Scrypt.Bounds(logN: minimumLogN...maximumLogN, r: r...r, p: p...p, maximumMemoryBytes: 1_342_177_280)
+        Scrypt.Bounds(logN: minimumLogN...maximumLogN, r: r...r, p: p...p, maximumMemoryBytes: Scrypt.Bounds.standard.maximumMemoryBytes)
     }
 }

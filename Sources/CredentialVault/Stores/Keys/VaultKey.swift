@@ -27,10 +27,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     /// Writes a new random 32-byte key file with mode 0600; refuses to overwrite.
     /// - Throws: `.alreadyExists` when the file exists, `.io` on failure.
     public static func generateKeyFile(path: String) throws {
-        if SecureFileSystem.exists(path) {
-            throw VaultError(.alreadyExists, "a file already exists at this path", path: path,
-                             fix: "choose another path; key files are never overwritten")
-        }
+        // createFileExclusively refuses an existing path atomically (O_EXCL): no check first.
         let key = try SecureRandom.secureBytes(count: keyMaterialByteCount)
         var bytes = key.withUnsafeBytes { Array($0) }
         defer { SecureWipe.wipe(&bytes) }

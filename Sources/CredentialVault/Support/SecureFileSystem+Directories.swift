@@ -60,7 +60,7 @@ extension SecureFileSystem {
 
     /// `mkdir -p` with mode 0700 for every directory it creates; existing ones are left
     /// alone (the last one is checked by the caller).
-    private static func createMissingDirectories(_ path: String) throws {
+    static func createMissingDirectories(_ path: String) throws {
         guard !path.isEmpty else {
             throw VaultError(.invalidInput, "the directory path is empty", path: path, fix: "pass a directory path")
         }

@@ -75,7 +75,7 @@ enum KeySources {
     }
 
     /// A non-empty environment variable copied straight into zeroising memory, never into a `String`.
-    private static func environmentSecret(_ name: String) -> SecureBytes? {
+    static func environmentSecret(_ name: String) -> SecureBytes? {
         guard let value = getenv(name) else { return nil }
         let length = strlen(value)
         guard length > 0 else { return nil }

@@ -1,4 +1,5 @@
 import CredentialVault
+import Foundation
 
 /// Text shared by the help pages and the man page: the environment, the exit statuses and
 /// the examples, each kept in one table here (exit statuses in `VaultExitStatus`).
@@ -55,6 +56,34 @@ enum HelpText {
             EXAMPLES:
 
             """ + exampleLines.joined(separator: "\n")
+    }
+
+    /// The man page's ENVIRONMENT, EXIT STATUS and EXAMPLES sections in mdoc(7), each
+    /// starting with its `.Sh` line; scripts/manpages puts them in place of the generic
+    /// EXIT STATUS section that swift-argument-parser's generate-manual writes.
+    static var mdocSections: String {
+        var lines = [".Sh ENVIRONMENT", ".Bl -tag -width VAULT_NEW_PASSPHRASE"]
+        for variable in environment {
+            lines += [".It Ev \(variable.name)", mdocText(variable.meaning)]
+        }
+        lines += [".El", ".Sh EXIT STATUS", ".Bl -tag -width 4n"]
+        for row in VaultExitStatus.meanings {
+            lines += [".It \(row.status)", mdocText(row.meaning)]
+        }
+        lines += [".El", ".Sh EXAMPLES"]
+        for (index, example) in examples.enumerated() {
+            if index > 0 { lines.append(".Pp") }
+            lines += [mdocText(example.meaning), ".Bd -literal -offset indent", mdocText(example.command), ".Ed"]
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Text for an mdoc text line: backslashes written as `\e`, and a leading `.` or `'`
+    /// protected with `\&` so that it is not read as a macro.
+    static func mdocText(_ text: String) -> String {
+        let escaped = text.replacingOccurrences(of: "\\", with: "\\e")
+        if let first = escaped.first, first == "." || first == "'" { return "\\&" + escaped }
+        return escaped
     }
 
     /// Each example as its command line (indented 2) and its meaning (indented 6) below.

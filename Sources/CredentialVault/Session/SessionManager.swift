@@ -70,7 +70,7 @@ public actor SessionManager {
     }
 
     /// The state `restore()` would return, found without changing anything on disk: for
-    /// read-only callers such as `vault status`. It never creates the directory, the profile,
+    /// read-only callers such as a status display. It never creates the directory, the profile,
     /// an anonymous id or a lock file; an interrupted sign-in is reported as it would be
     /// settled (signed in when its vault write landed, else as before) but not settled, and
     /// credentials a crashed sign-out left behind are ignored, not shredded.
@@ -138,7 +138,7 @@ public actor SessionManager {
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
-            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first ('vault signout')")
+            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first", topic: .alreadySignedIn)
         }
         let anonymous = try current.anonymousID ?? Self.newAnonymousID()
         let journal = PendingSignIn(journalID: try Self.randomHex(16), userID: user.id, anonymousID: anonymous, user: user,

@@ -36,8 +36,15 @@ import Testing
             }
         }
 
+        /// A new world, made off the cooperative threads.
+        static func make() async throws -> World { try await CompletionTests.blocking { try World() } }
+
         /// What `shell` offers for `line`, with `environment` on top of the sandbox's.
-        func complete(_ shell: String, _ line: String, environment extra: [String: String]) throws -> String {
+        func complete(_ shell: String, _ line: String, environment extra: [String: String]) async throws -> String {
+            try await CompletionTests.blocking { try completeBlocking(shell, line, environment: extra) }
+        }
+
+        private func completeBlocking(_ shell: String, _ line: String, environment extra: [String: String]) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CompletionTests.driver)
             process.arguments = [shell, sandbox.path("completion.\(shell)"), line]
@@ -60,8 +67,17 @@ import Testing
         }
 
         /// The candidates, one per line (bash and zsh print exactly those).
-        func candidates(_ shell: String, _ line: String, environment: [String: String]) throws -> Set<String> {
-            Set(try complete(shell, line, environment: environment).split(separator: "\n").map(String.init).filter { !$0.isEmpty })
+        func candidates(_ shell: String, _ line: String, environment: [String: String]) async throws -> Set<String> {
+            Set(try await complete(shell, line, environment: environment).split(separator: "\n").map(String.init).filter { !$0.isEmpty })
+        }
+    }
+
+    /// Runs blocking work (processes, pipes) on a Dispatch thread and awaits it, so that these
+    /// long tests do not hold one of the few cooperative threads that other suites'
+    /// continuations need (a starved continuation makes timing-sensitive tests time out).
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -79,43 +95,43 @@ import Testing
     }
 
     @Test(arguments: ["bash", "zsh"])
-    func bashAndZshCompleteEveryKindOfValue(shell: String) throws {
+    func bashAndZshCompleteEveryKindOfValue(shell: String) async throws {
         guard Self.available(shell) else { return }
-        let world = try World()
+        let world = try await World.make()
         defer { world.sandbox.cleanUp() }
         let key = world.key
-        #expect(try world.candidates(shell, "vault get git", environment: key) == ["github-token", "gitlab-token"])
-        #expect(try world.candidates(shell, "vault inspect n", environment: key) == ["npm"])
-        #expect(try world.candidates(shell, "vault rm ", environment: key) == ["github-token", "gitlab-token", "npm"])
+        #expect(try await world.candidates(shell, "vault get git", environment: key) == ["github-token", "gitlab-token"])
+        #expect(try await world.candidates(shell, "vault inspect n", environment: key) == ["npm"])
+        #expect(try await world.candidates(shell, "vault rm ", environment: key) == ["github-token", "gitlab-token", "npm"])
         // The key named on the command line opens the vault just as well.
-        #expect(try world.candidates(shell, "vault get --key-file \(world.keyPath) git", environment: [:])
+        #expect(try await world.candidates(shell, "vault get --key-file \(world.keyPath) git", environment: [:])
             == ["github-token", "gitlab-token"])
-        #expect(try world.candidates(shell, "vault add x --kind ", environment: key)
+        #expect(try await world.candidates(shell, "vault add x --kind ", environment: key)
             == ["accessToken", "refreshToken", "idToken", "password", "generic"])
-        #expect(try world.candidates(shell, "vault signin --merge-policy ", environment: key)
+        #expect(try await world.candidates(shell, "vault signin --merge-policy ", environment: key)
             == ["keepAccount", "keepGuest", "newestWins", "fail"])
-        let files = try world.complete(shell, "vault get --key-file \(world.sandbox.path("files"))/", environment: key)
+        let files = try await world.complete(shell, "vault get --key-file \(world.sandbox.path("files"))/", environment: key)
         #expect(files.contains("plain-file"), "key files complete as files: \(files)")
-        let folders = try world.complete(shell, "vault list --vault \(world.sandbox.path("files"))/", environment: key)
+        let folders = try await world.complete(shell, "vault list --vault \(world.sandbox.path("files"))/", environment: key)
         #expect(folders.contains("sub-folder"), "--vault completes folders: \(folders)")
         #expect(!folders.contains("plain-file"), "--vault offers only folders: \(folders)")
     }
 
-    @Test func fishCompletesEveryKindOfValue() throws {
+    @Test func fishCompletesEveryKindOfValue() async throws {
         guard Self.available("fish") else { return }
-        let world = try World()
+        let world = try await World.make()
         defer { world.sandbox.cleanUp() }
         let key = world.key
-        let names = try world.complete("fish", "vault get git", environment: key)
+        let names = try await world.complete("fish", "vault get git", environment: key)
         #expect(names.contains("github-token") && names.contains("gitlab-token"), "\(names)")
         #expect(!names.contains("npm"), "\(names)")
-        let kinds = try world.complete("fish", "vault add x --kind ", environment: key)
+        let kinds = try await world.complete("fish", "vault add x --kind ", environment: key)
         for kind in ["accessToken", "refreshToken", "idToken", "password", "generic"] { #expect(kinds.contains(kind), "\(kinds)") }
-        let policies = try world.complete("fish", "vault signin --merge-policy ", environment: key)
+        let policies = try await world.complete("fish", "vault signin --merge-policy ", environment: key)
         for policy in ["keepAccount", "keepGuest", "newestWins", "fail"] { #expect(policies.contains(policy), "\(policies)") }
-        let files = try world.complete("fish", "vault get --key-file \(world.sandbox.path("files"))/pl", environment: key)
+        let files = try await world.complete("fish", "vault get --key-file \(world.sandbox.path("files"))/pl", environment: key)
         #expect(files.contains("plain-file"), "\(files)")
-        let folders = try world.complete("fish", "vault list --vault \(world.sandbox.path("files"))/", environment: key)
+        let folders = try await world.complete("fish", "vault list --vault \(world.sandbox.path("files"))/", environment: key)
         #expect(folders.contains("sub-folder"), "\(folders)")
         #expect(!folders.contains("plain-file"), "\(folders)")
     }
@@ -123,28 +139,30 @@ import Testing
     /// Without a key that needs no question, names complete to nothing: no prompt (zsh and
     /// fish run in a terminal, so a prompt would hang the driver), no error text, no write.
     @Test(arguments: ["bash", "zsh", "fish"])
-    func withoutAKeyNamesCompleteToNothingAndNothingIsAskedOrWritten(shell: String) throws {
+    func withoutAKeyNamesCompleteToNothingAndNothingIsAskedOrWritten(shell: String) async throws {
         guard Self.available(shell) else { return }
-        let world = try World()
+        let world = try await World.make()
         defer { world.sandbox.cleanUp() }
-        let before = try ReadOnlyCommandTests.tree(world.sandbox.vaultDirectory)
-        let offered = try world.complete(shell, "vault get git", environment: [:])
+        let vaultDirectory = world.sandbox.vaultDirectory
+        let before = try await Self.blocking { try ReadOnlyCommandTests.tree(vaultDirectory) }
+        let offered = try await world.complete(shell, "vault get git", environment: [:])
         #expect(!offered.contains("github-token"), "\(offered)")
         #expect(!offered.lowercased().contains("passphrase"), "asked for a passphrase: \(offered)")
         #expect(!offered.contains("vault:"), "an error reached the shell: \(offered)")
         let wrongKey = world.sandbox.path("wrong.key")
-        #expect(try world.sandbox.run(["keygen", wrongKey]).status == 0)
-        let wrong = try world.complete(shell, "vault get git", environment: ["VAULT_KEY_FILE": wrongKey])
+        let sandbox = world.sandbox
+        #expect(try await Self.blocking { try sandbox.run(["keygen", wrongKey]).status } == 0)
+        let wrong = try await world.complete(shell, "vault get git", environment: ["VAULT_KEY_FILE": wrongKey])
         #expect(!wrong.contains("github-token") && !wrong.contains("vault:"), "\(wrong)")
-        #expect(try ReadOnlyCommandTests.tree(world.sandbox.vaultDirectory) == before)
+        #expect(try await Self.blocking { try ReadOnlyCommandTests.tree(vaultDirectory) } == before)
     }
 
-    @Test func aMissingVaultCompletesNothingAndCreatesNothing() throws {
+    @Test func aMissingVaultCompletesNothingAndCreatesNothing() async throws {
         guard Self.available("bash") else { return }
-        let world = try World()
+        let world = try await World.make()
         defer { world.sandbox.cleanUp() }
         let missing = world.sandbox.path("nowhere")
-        #expect(try world.candidates("bash", "vault get ", environment: world.key.merging(["VAULT_DIR": missing]) { _, new in new }).isEmpty)
+        #expect(try await world.candidates("bash", "vault get ", environment: world.key.merging(["VAULT_DIR": missing]) { _, new in new }).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
 }

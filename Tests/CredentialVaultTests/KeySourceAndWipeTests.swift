@@ -49,3 +49,46 @@ import VaultCrypto
         #expect(try !SecretStore.wipe(in: directory, lockTimeout: .seconds(1)))
     }
 }
+
+/// `wipe` applies the folder and link checks of every other command before it zeroes anything.
+@Suite struct WipeSafetyTests {
+    @Test func wipeRefusesAFolderOthersCanWriteTo() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let directory = temp.child("v")
+        let store = try SecretStore.create(in: directory, key: Fixtures.keyFile("alice.key", in: temp), options: .testing())
+        try store.put(NewEntry(name: "a", secret: secret("value")))
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.vaultPath))
+        #expect(chmod(directory, 0o777) == 0)
+        expectVaultError(.insecurePermissions) { try SecretStore.wipe(in: directory, lockTimeout: .seconds(1)) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath)) == before, "nothing was zeroed")
+    }
+
+    @Test func wipeRefusesAHardLinkedVaultAndLeavesTheOtherFileIntact() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let directory = temp.child("v")
+        let store = try SecretStore.create(in: directory, key: Fixtures.keyFile("alice.key", in: temp), options: .testing())
+        // Another name for the same bytes: zeroing the vault would zero this unrelated file too.
+        let other = temp.child("unrelated")
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.vaultPath))
+        #expect(link(store.vaultPath, other) == 0)
+        let error = expectVaultError(.insecurePermissions) { try SecretStore.wipe(in: directory, lockTimeout: .seconds(1)) }
+        #expect(error?.message.contains("hard links") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: other)) == before)
+        #expect(SecretStore.exists(in: directory))
+        // The open-store form refuses too.
+        expectVaultError(.insecurePermissions) { try store.wipe() }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: other)) == before)
+    }
+
+    @Test func wipeRefusesAnUnsafeAncestor() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let directory = temp.child("open/v")
+        _ = try SecretStore.create(in: directory, key: Fixtures.keyFile("alice.key", in: temp), options: .testing())
+        #expect(chmod(temp.child("open"), 0o777) == 0)
+        expectVaultError(.insecurePermissions) { try SecretStore.wipe(in: directory, lockTimeout: .seconds(1)) }
+        #expect(SecretStore.exists(in: directory))
+    }
+}

@@ -10,9 +10,11 @@ extension SecureFileSystem {
     /// Used to crypto-shred key material. It only helps on file systems that rewrite in
     /// place (ext4, xfs, tmpfs); copy-on-write file systems (btrfs, zfs) and SSD wear
     /// levelling may keep the old blocks, which is why the vault encrypts what it stores.
-    /// - Parameter path: a regular file owned by the effective user; a symlink is refused.
+    /// - Parameter path: a private file (the checks of `readPrivateFile`): a symlink, a file
+    ///   with another hard link (zeroing it would destroy the other name's contents), another
+    ///   owner or group/other access is refused before anything is written.
     /// - Throws: `VaultError` `.notFound`, `.insecurePermissions` (symlink, not a regular
-    ///   file, other owner), `.io`.
+    ///   file, other owner, hard links, group/other access), `.io`.
     static func overwriteAndRemove(_ path: String) throws {
         let parts = try SplitPath(path)
         let directory = try openParentDirectory(of: parts, path: path)
@@ -33,7 +35,7 @@ extension SecureFileSystem {
         } catch {
             throw error.vaultError("checking the file", path: path)
         }
-        try PrivacyCheck.requireOwnedRegularFile(status, path: path)
+        try PrivacyCheck.requirePrivateFile(status, path: path)
         try overwriteWithZeros(file, count: Int(status.st_size), path: path)
         do {
             try Syscall.unlinkEntry(parts.name, in: directory.raw)

@@ -10,12 +10,16 @@ extension SecretStore {
     ///   - directory: the vault directory.
     ///   - lockTimeout: how long to wait for another process's lock.
     /// - Returns: false when there was no vault file (nothing was done).
-    /// - Throws: `.busy`, `.insecurePermissions` for an unsafe lock file, `.io`.
+    /// - Throws: `.busy`, `.insecurePermissions` for an unsafe folder, lock file or vault file
+    ///   (symlink, hard links, group/other access), `.io`.
     @discardableResult
     public static func wipe(in directory: String, lockTimeout: Duration = .seconds(10)) throws -> Bool {
         let lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
         let vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
         guard SecureFileSystem.exists(vaultPath) else { return false }
+        // The same folder checks as every other command: a vault in a folder others can
+        // write to, or below an unsafe ancestor, is refused rather than overwritten.
+        try SecureFileSystem.checkPrivateDirectory(directory)
         let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: lockTimeout)
         defer { lock.release() }
         SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)

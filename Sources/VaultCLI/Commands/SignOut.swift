@@ -19,7 +19,7 @@ extension VaultCommand {
             let before = await session.restore()
             try await session.signOut(newAnonymousID: newAnonymousID)
             let anonymousID = await session.anonymousID ?? ""
-            ErrorReport.note(before.user.map { "Signed out '\($0.id)'." } ?? "Nobody was signed in.")
+            ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
             try StandardIO.printOutput(anonymousID + "\n")
         }
     }

@@ -26,6 +26,7 @@ package struct JSONWriter {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
         case .number(let number): try writeNumber(number)
+        case .integer(let integer): append(String(integer))
         case .string(let string): writeString(string)
         case .array(let elements):
             guard !elements.isEmpty else { return append("[]") }

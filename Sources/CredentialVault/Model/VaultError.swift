@@ -63,6 +63,7 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     package enum Topic: Sendable, Equatable {
         case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
         case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
+        case weakPassphrase
     }
 
     /// Creates an error. Never put secret bytes in any field.

@@ -15,6 +15,7 @@ enum CommandHints {
         case .needsKeyFile?: "give the key file with --key-file or VAULT_KEY_FILE"
         case .keyFileMalformed?: "create one with 'vault keygen FILE'"
         case .alreadySignedIn?: "sign out first ('vault signout')"
+        case .weakPassphrase?: "use at least 12 bytes, or pass --weak-passphrase to 'vault init' / 'vault passwd' to keep it anyway"
         case nil: error.fix
         }
     }

@@ -45,6 +45,18 @@ extension SecureFileSystem {
     /// - Returns: the open vault directory.
     /// - Throws: `VaultError` `.insecurePermissions`, `.notFound`, `.invalidInput`, `.io`.
     static func openPrivateDirectory(_ path: String, create: Bool) throws(VaultError) -> OwnedDescriptor {
+        try openDirectory(path, create: create, requirePrivate: true)
+    }
+
+    /// Opens an existing directory the way `openPrivateDirectory` does, but requires of the
+    /// directory itself only what it requires of an ancestor (owned by root or the effective
+    /// user, not writable by others unless sticky): for a key file kept in a home folder.
+    /// - Throws: `VaultError` `.insecurePermissions`, `.notFound`, `.invalidInput`, `.io`.
+    static func openTrustedDirectory(_ path: String) throws(VaultError) -> OwnedDescriptor {
+        try openDirectory(path, create: false, requirePrivate: false)
+    }
+
+    private static func openDirectory(_ path: String, create: Bool, requirePrivate: Bool) throws(VaultError) -> OwnedDescriptor {
         let walk = try componentsToWalk(path)
         var current: OwnedDescriptor
         do {
@@ -67,7 +79,14 @@ extension SecureFileSystem {
         } catch {
             throw error.vaultError("checking the directory", path: path)
         }
-        try PrivacyCheck.requirePrivateDirectory(status, path: path)
+        if requirePrivate {
+            try PrivacyCheck.requirePrivateDirectory(status, path: path)
+        } else {
+            guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.directory else {
+                throw VaultError.wrongFileType(path, expected: "a directory")
+            }
+            try PrivacyCheck.requireTrustedAncestor(status, path: path)
+        }
         return current
     }
 

@@ -7,8 +7,9 @@ import VaultCrypto
 ///
 /// Write order makes the profile the commit point: on sign-in the credentials (and the
 /// migrated guest items) land in the vault first, in one atomic write, and the profile
-/// names the user last; on sign-out the profile forgets the user first and the vault is
-/// shredded after. A journal in the profile (`pendingSignIn`) with a marker in the vault
+/// names the user last; on sign-out the profile forgets the user first and the user's
+/// entries are removed from the vault after (with a new data key; not a crypto-shred: older
+/// copies of the vault still open with the same passphrase or key file). A journal in the profile (`pendingSignIn`) with a marker in the vault
 /// lets `restore()` finish or roll back a sign-in that a crash interrupted.
 public actor SessionManager {
     /// The directory holding `secrets.vault` and `profile.json`.
@@ -40,7 +41,7 @@ public actor SessionManager {
     // MARK: Start-up
 
     /// Rebuilds the session from both stores, finishing or rolling back an interrupted
-    /// sign-in and shredding credentials a crashed sign-out left behind.
+    /// sign-in and removing credentials a crashed sign-out left behind.
     /// - Parameter minTTL: How long the access token must stay valid (on top of the leeway)
     ///   to count as signed in.
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
@@ -60,7 +61,7 @@ public actor SessionManager {
                 profile = try profiles.load() ?? profile
             }
             guard let user = profile.user else {
-                try await shredOrphanedCredentials()
+                try await removeOrphanedCredentials()
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
             guard let store = try openStore(create: false) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
@@ -358,7 +359,7 @@ public actor SessionManager {
     /// Removes the namespaces of users the profile does not name (left by a crash during sign-out).
     /// The decision is taken again under `session.lock`, from the profile as it is then, so a
     /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
-    private func shredOrphanedCredentials() async throws {
+    private func removeOrphanedCredentials() async throws {
         guard let store = try openStore(create: false) else { return }
         let suspects = try store.snapshot { view in view.owners.contains { $0.hasPrefix("user:") } }
         guard suspects else { return }
@@ -377,7 +378,7 @@ public actor SessionManager {
             return orphans.count
         }
         if removed > 0 {
-            logger.notice("shredded credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
+            logger.notice("removed credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
         }
     }
 

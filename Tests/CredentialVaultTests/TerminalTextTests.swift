@@ -52,6 +52,16 @@ import Testing
         #expect(try JSONParser.parse(bytes) == .object(["k": .string(hostile)]))
     }
 
+    @Test func libraryErrorsQuotingNamesAndUserIDsAreEscaped() {
+        let hostile = "a" + Self.osc52 + "\u{85}\u{202e}"
+        for error in [VaultError.entryNotFound(hostile), VaultError.entryExists(hostile)] {
+            #expect(Self.isInert(error.message), "\(error.message)")
+            #expect(error.message.contains("\\x1b]52"))
+        }
+        let user = User(id: hostile)
+        #expect(Self.isInert("\(SessionState.expired(user, hasRefreshToken: false, expiresAt: nil))"))
+    }
+
     @Test func libraryErrorsQuotingServerTextAreEscaped() {
         let duplicate = Data(#"{"\u001b]52;c;eA==\u0007":1,"\u001b]52;c;eA==\u0007":2}"#.utf8)
         do {

@@ -101,7 +101,7 @@ public actor SessionManager {
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
-            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first", topic: .alreadySignedIn)
+            throw VaultError(.alreadyExists, "already signed in as '\(TerminalText.escaped(signedIn.id))'", fix: "sign out first", topic: .alreadySignedIn)
         }
         let anonymous = try current.anonymousID ?? Self.newAnonymousID()
         let journal = PendingSignIn(journalID: try Self.randomHex(16), userID: user.id, anonymousID: anonymous, user: user,
@@ -254,7 +254,7 @@ public actor SessionManager {
         if merged.idToken == nil { merged.idToken = latest.idToken }
         guard let store = try openStore(create: false) else { throw SessionUnavailable(reason: .locked, error: nil) }
         guard try profiles.load()?.user?.id == user.id else {
-            throw VaultError(.notSignedIn, "'\(user.id)' signed out while the refresh was running", fix: "sign in again")
+            throw VaultError(.notSignedIn, "'\(TerminalText.escaped(user.id))' signed out while the refresh was running", fix: "sign in again")
         }
         try store.update { transaction in
             try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
@@ -267,7 +267,7 @@ public actor SessionManager {
         guard let user = try profiles.load()?.user else { throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in first") }
         guard let store = try openStore(create: false),
               let credentials = try store.snapshot({ try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: $0) }) else {
-            throw VaultError(.sessionExpired, "no credentials are stored for '\(user.id)'", fix: "sign in again")
+            throw VaultError(.sessionExpired, "no credentials are stored for '\(TerminalText.escaped(user.id))'", fix: "sign in again")
         }
         return (user, credentials)
     }

@@ -61,9 +61,9 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Situations a front end may want to give its own hint for.
     package enum Topic: Sendable, Equatable {
+        case weakPassphrase
         case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
         case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
-        case weakPassphrase
     }
 
     /// Creates an error. Never put secret bytes in any field.

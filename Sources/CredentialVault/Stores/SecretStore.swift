@@ -245,9 +245,10 @@ public final class SecretStore: Sendable {
     }
 
     /// Rewraps the data key under a new passphrase or key. O(1) in the number of entries.
-    /// - Throws: `.invalidKey`, `.invalidInput` for a weak new passphrase (see `PassphraseStrength`), `.busy`, and the errors of `open`.
+    /// - Throws: `.invalidKey`, `.busy`, and the errors of `open`.
     public func changeKey(to newKey: VaultKey) throws {
         try newKey.validate()
+        // A weak new passphrase is `.invalidInput` unless `options.allowsWeakPassphrase`.
         if !options.allowsWeakPassphrase { try PassphraseStrength.check(newKey) }
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)

@@ -7,6 +7,7 @@ enum CommandHints {
     static func hint(for error: VaultError) -> String? {
         switch error.topic {
         case .entryNotFound?: "run 'vault list' to see the names"
+        case .weakPassphrase?: "use at least 12 bytes, or pass --weak-passphrase to 'vault init' / 'vault passwd' to keep it anyway"
         case .vaultNotFound?: "create one with 'vault init' or pass --vault DIR"
         case .entryExists?: "use --replace to overwrite it"
         case .vaultExists?: "open it instead, or choose another --vault directory"
@@ -15,7 +16,6 @@ enum CommandHints {
         case .needsKeyFile?: "give the key file with --key-file or VAULT_KEY_FILE"
         case .keyFileMalformed?: "create one with 'vault keygen FILE'"
         case .alreadySignedIn?: "sign out first ('vault signout')"
-        case .weakPassphrase?: "use at least 12 bytes, or pass --weak-passphrase to 'vault init' / 'vault passwd' to keep it anyway"
         case nil: error.fix
         }
     }

@@ -7,8 +7,9 @@ import VaultCrypto
 ///
 /// Write order makes the profile the commit point: on sign-in the credentials (and the
 /// migrated guest items) land in the vault first, in one atomic write, and the profile
-/// names the user last; on sign-out the profile forgets the user first and the vault is
-/// shredded after. A journal in the profile (`pendingSignIn`) with a marker in the vault
+/// names the user last; on sign-out the profile forgets the user first and the user's
+/// entries are removed from the vault after (with a new data key; not a crypto-shred: older
+/// copies of the vault still open with the same passphrase or key file). A journal in the profile (`pendingSignIn`) with a marker in the vault
 /// lets `restore()` finish or roll back a sign-in that a crash interrupted.
 public actor SessionManager {
     /// The directory holding `secrets.vault` and `profile.json`.
@@ -40,7 +41,7 @@ public actor SessionManager {
     // MARK: Start-up
 
     /// Rebuilds the session from both stores, finishing or rolling back an interrupted
-    /// sign-in and shredding credentials a crashed sign-out left behind.
+    /// sign-in and removing credentials a crashed sign-out left behind.
     /// - Parameter minTTL: How long the access token must stay valid (on top of the leeway)
     ///   to count as signed in.
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
@@ -60,7 +61,7 @@ public actor SessionManager {
                 profile = try profiles.load() ?? profile
             }
             guard let user = profile.user else {
-                try await shredOrphanedCredentials()
+                try await removeOrphanedCredentials()
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
             return try state(of: user, minTTL: minTTL)
@@ -138,7 +139,7 @@ public actor SessionManager {
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
-            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first", topic: .alreadySignedIn)
+            throw VaultError(.alreadyExists, "already signed in as '\(TerminalText.escaped(signedIn.id))'", fix: "sign out first", topic: .alreadySignedIn)
         }
         let anonymous = try current.anonymousID ?? Self.newAnonymousID()
         let journal = PendingSignIn(journalID: try Self.randomHex(16), userID: user.id, anonymousID: anonymous, user: user,
@@ -291,7 +292,7 @@ public actor SessionManager {
         if merged.idToken == nil { merged.idToken = latest.idToken }
         guard let store = try openStore(create: false) else { throw SessionUnavailable(reason: .locked, error: nil) }
         guard try profiles.load()?.user?.id == user.id else {
-            throw VaultError(.notSignedIn, "'\(user.id)' signed out while the refresh was running", fix: "sign in again")
+            throw VaultError(.notSignedIn, "'\(TerminalText.escaped(user.id))' signed out while the refresh was running", fix: "sign in again")
         }
         try store.update { transaction in
             try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
@@ -304,7 +305,7 @@ public actor SessionManager {
         guard let user = try profiles.load()?.user else { throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in first") }
         guard let store = try openStore(create: false),
               let credentials = try store.snapshot({ try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: $0) }) else {
-            throw VaultError(.sessionExpired, "no credentials are stored for '\(user.id)'", fix: "sign in again")
+            throw VaultError(.sessionExpired, "no credentials are stored for '\(TerminalText.escaped(user.id))'", fix: "sign in again")
         }
         return (user, credentials)
     }
@@ -396,7 +397,7 @@ public actor SessionManager {
     /// Removes the namespaces of users the profile does not name (left by a crash during sign-out).
     /// The decision is taken again under `session.lock`, from the profile as it is then, so a
     /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
-    private func shredOrphanedCredentials() async throws {
+    private func removeOrphanedCredentials() async throws {
         guard let store = try openStore(create: false) else { return }
         let suspects = try store.snapshot { view in view.owners.contains { $0.hasPrefix("user:") } }
         guard suspects else { return }
@@ -415,7 +416,7 @@ public actor SessionManager {
             return orphans.count
         }
         if removed > 0 {
-            logger.notice("shredded credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
+            logger.notice("removed credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
         }
     }
 

@@ -99,7 +99,7 @@ public enum TokenResponse {
             throw invalid("the token response is \(value.kindDescription), not a JSON object")
         }
         if reader.optional("access_token") == nil, case .string(let code)? = reader.optional("error") {
-            let shown = code.count <= 64 ? code : String(code.prefix(64)) + "…"
+            let shown = TerminalText.escaped(code.count <= 64 ? code : String(code.prefix(64)) + "…")
             throw invalid("the server sent an OAuth error response (\(shown)) instead of tokens")
         }
         return reader

@@ -113,8 +113,10 @@ public struct VaultTransaction: ~Copyable {
     }
 
     /// Asks for a new data key when the transaction commits: every remaining secret is
-    /// re-encrypted, so copies of removed secrets in old files or backups cannot be
-    /// decrypted with the key material held from now on (crypto-shred).
+    /// re-encrypted under it. This is not a crypto-shred: the passphrase or key file is
+    /// unchanged, so an earlier copy of the vault file (backup, snapshot, freed disk blocks)
+    /// still opens with it and still holds what was removed. The new data key only means the
+    /// data key of the new file decrypts nothing that was removed.
     public mutating func rotateDataKey() {
         rotationRequested = true
         changed = true

@@ -86,7 +86,7 @@ struct DemoRunner {
         try await Task.sleep(for: .seconds(3.2))
         try run(["status", "--json"])
 
-        step(7, "Sign out: the user's credentials are shredded (data key rotated); the same guest is back")
+        step(7, "Sign out: the user's credentials are removed (data key rotated); the same guest is back")
         try run(["signout"])
         try run(["status"])
         try run(["list", "--owner", "guest:\(anonymousID)"])

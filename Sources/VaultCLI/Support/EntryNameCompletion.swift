@@ -20,9 +20,8 @@ enum EntryNameCompletion {
     ///   - index: the index of the word being completed.
     ///   - prefix: that word's text before the cursor.
     @Sendable static func candidates(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let environment = ProcessInfo.processInfo.environment
-        let directory = value(of: "--vault", in: words, before: index) ?? VaultLocation.defaultDirectory(environment: environment)
-        guard SecretStore.exists(in: directory), let key = quietKey(words: words, before: index, environment: environment),
+        let directory = value(of: "--vault", in: words, before: index) ?? VaultLocation.defaultDirectory()
+        guard SecretStore.exists(in: directory), let key = quietKey(words: words, before: index),
               let store = try? SecretStore.open(in: directory, key: key),
               let entries = try? store.list(owner: "") else { return [] }
         let wanted = unquoted(prefix)
@@ -30,10 +29,10 @@ enum EntryNameCompletion {
     }
 
     /// The key from a source that needs no prompt, or nil.
-    private static func quietKey(words: [String], before index: Int, environment: [String: String]) -> VaultKey? {
+    private static func quietKey(words: [String], before index: Int) -> VaultKey? {
         if let path = value(of: "--key-file", in: words, before: index) { return try? VaultKey.fromKeyFile(path: path) }
         if let path = value(of: "--passphrase-file", in: words, before: index) { return try? VaultKey.fromPassphraseFile(path: path) }
-        if let path = environment["VAULT_KEY_FILE"], !path.isEmpty { return try? VaultKey.fromKeyFile(path: path) }
+        if let path = KeySources.environmentValue("VAULT_KEY_FILE") { return try? VaultKey.fromKeyFile(path: path) }
         if let passphrase = KeySources.environmentSecret("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
         return nil
     }
@@ -77,13 +76,15 @@ enum EntryNameCompletion {
 
     private static func expandedHome(_ path: String) -> String {
         guard path == "~" || path.hasPrefix("~/") else { return path }
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = KeySources.environmentValue("HOME") ?? NSHomeDirectory()
         return home + path.dropFirst()
     }
 
-    /// Names a shell can offer as they are: no control or format characters (anything a
-    /// terminal could act on), no newline.
+    /// Names a shell can offer as they are: nothing the one escaping function (`TerminalText`)
+    /// would change, i.e. nothing a terminal could act on or that hides itself. The shell
+    /// prints candidates raw, so a name that needs escaping is left out rather than offered
+    /// escaped (it would not be the entry's name).
     private static func isPlain(_ name: String) -> Bool {
-        !name.unicodeScalars.contains { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }
+        TerminalText.escaped(name) == name
     }
 }

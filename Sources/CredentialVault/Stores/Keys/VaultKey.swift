@@ -33,7 +33,11 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     ///   (and `createMissingFolders` is false), `.io` on failure.
     public static func generateKeyFile(path: String, createMissingFolders: Bool = false) throws {
         let folder = (path as NSString).deletingLastPathComponent
-        if createMissingFolders, !folder.isEmpty { try SecureFileSystem.createMissingDirectories(folder) }
+        // Only a missing folder is made (0700, through descriptors, ancestors checked as for
+        // a vault folder); an existing one is left as it is, whatever its mode.
+        if createMissingFolders, !folder.isEmpty, !SecureFileSystem.exists(folder) {
+            _ = try SecureFileSystem.openPrivateDirectory(folder, create: true)
+        }
         // createFileExclusively refuses an existing path atomically (O_EXCL): no check first.
         let key = try SecureRandom.secureBytes(count: keyMaterialByteCount)
         var bytes = key.withUnsafeBytes { Array($0) }

@@ -157,6 +157,24 @@ import Testing
         #expect(try await Self.blocking { try ReadOnlyCommandTests.tree(vaultDirectory) } == before)
     }
 
+    @Test func aPassphraseFromTheEnvironmentOpensAPassphraseVaultForNames() async throws {
+        guard Self.available("bash") else { return }
+        let world = try await World.make()
+        defer { world.sandbox.cleanUp() }
+        let sandbox = world.sandbox
+        let folder = sandbox.path("by-passphrase")
+        let passphrase = ["VAULT_DIR": folder, "VAULT_PASSPHRASE": "correct horse battery staple"]
+        let made = try await Self.blocking { () -> Int32 in
+            guard try sandbox.run(["init"], environment: passphrase).status == 0 else { return 1 }
+            return try sandbox.run(["add", "pass-entry"], stdin: Data("x".utf8), environment: passphrase).status
+        }
+        #expect(made == 0)
+        #expect(try await world.candidates("bash", "vault get pa", environment: passphrase) == ["pass-entry"])
+        var wrong = passphrase
+        wrong["VAULT_PASSPHRASE"] = "not the passphrase at all"
+        #expect(try await world.candidates("bash", "vault get pa", environment: wrong).isEmpty)
+    }
+
     @Test func aMissingVaultCompletesNothingAndCreatesNothing() async throws {
         guard Self.available("bash") else { return }
         let world = try await World.make()

@@ -54,6 +54,19 @@ let package = Package(
             name: "VaultBench",
             dependencies: ["CredentialVault", "VaultCrypto"]
         ),
+        // The five flows of docs/SESSIONS.md and the DocC articles, as small programs the
+        // tests build and run (ExamplesTests), so the documentation cannot drift from the API.
+        .target(name: "ExampleSupport", dependencies: ["CredentialVault"], path: "Examples/ExampleSupport"),
+        .executableTarget(name: "AnonymousModeExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/AnonymousMode"),
+        .executableTarget(name: "GuestSignInExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/GuestSignIn"),
+        .executableTarget(name: "GuestPurchasesExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/GuestPurchases"),
+        .executableTarget(name: "LaunchLoaderExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/LaunchLoader"),
+        .executableTarget(name: "OnboardingExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/Onboarding"),
         .testTarget(
             name: "VaultCryptoTests",
             dependencies: ["VaultCrypto"],
@@ -61,7 +74,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultTests",
-            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker", "AnonymousModeExample", "GuestSignInExample",
+                           "GuestPurchasesExample", "LaunchLoaderExample", "OnboardingExample"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -45,6 +45,10 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let sessionExpired = Code(rawValue: "sessionExpired")
         /// A sign-in met an item conflict that the merge policy said to fail on.
         public static let mergeConflict = Code(rawValue: "mergeConflict")
+        /// The minimum time to live asked for is longer than a freshly issued access token lives.
+        public static let minTTLTooLarge = Code(rawValue: "minTTLTooLarge")
+        /// The app declined or cancelled the sign-in that `requireSignIn` was waiting for.
+        public static let signInCancelled = Code(rawValue: "signInCancelled")
     }
 
     /// What went wrong.

@@ -130,7 +130,7 @@ public enum TokenResponse {
             expiresAt = JWT.expiry(of: access)
         }
         return Credentials(accessToken: access, refreshToken: refreshToken, idToken: idToken,
-                           tokenType: tokenType, scopes: scopes, expiresAt: expiresAt)
+                           tokenType: tokenType, scopes: scopes, expiresAt: expiresAt, issuedAt: receivedAt)
     }
 
     private static func nonEmptyString(_ response: JSONObjectReader, _ key: String) throws(JSONShapeError) -> String {

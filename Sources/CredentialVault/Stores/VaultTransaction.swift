@@ -81,7 +81,11 @@ public struct VaultTransaction: ~Copyable {
 
     /// Moves an entry to another owner, keeping its metadata and timestamps.
     /// The secret is re-encrypted, since a value is bound to its owner and name.
-    /// - Parameter replace: overwrite an entry of the same name at the destination.
+    /// - Parameters:
+    ///   - name: the entry's name.
+    ///   - owner: its owner now.
+    ///   - newOwner: its owner afterwards.
+    ///   - replace: overwrite an entry of the same name at the destination.
     /// - Throws: `.notFound`, `.alreadyExists` when the destination exists and `replace` is false.
     public mutating func move(named name: String, from owner: String, to newOwner: String, replace: Bool = false) throws {
         try EntryValidation.checkOwner(newOwner)

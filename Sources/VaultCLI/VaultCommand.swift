@@ -35,6 +35,9 @@ struct VaultCommand: AsyncParsableCommand {
     /// Hardens the process, parses, runs, and turns any error into a message and an exit status.
     static func main() async {
         prepareProcess()
+        if let helper = CredentialHelperDispatch.helper(invokedAs: CommandLine.arguments.first ?? "") {
+            terminate(helper(Array(CommandLine.arguments.dropFirst())))
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -5,6 +5,7 @@ enum CredentialHelperDispatch {
     static func helper(invokedAs argv0: String) -> (([String]) -> Int32)? {
         switch argv0.split(separator: "/").last.map(String.init) ?? "" {
         case GitCredentialHelper.executableName: GitCredentialHelper.main
+        case DockerCredentialHelper.executableName: DockerCredentialHelper.main
         default: nil
         }
     }

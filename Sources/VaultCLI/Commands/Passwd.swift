@@ -9,7 +9,8 @@ extension VaultCommand {
             abstract: "Change the passphrase or key file that opens the vault (the data key is rewrapped, not changed).",
             discussion: """
                 The new key is the first of: --new-key-file, --new-passphrase-file, $VAULT_NEW_PASSPHRASE, \
-                a prompt on the terminal (asked twice).
+                a prompt on the terminal (asked twice). A new passphrase shorter than 12 bytes is refused \
+                unless --weak-passphrase is given.
                 """
         )
 
@@ -22,6 +23,9 @@ extension VaultCommand {
             "Open the vault with the passphrase in FILE from now on.", valueName: "FILE"))
         var newPassphraseFile: String?
 
+        @Flag(name: .customLong("weak-passphrase"), help: "Accept a new passphrase shorter than 12 bytes.")
+        var weakPassphrase = false
+
         func validate() throws {
             if newKeyFile != nil, newPassphraseFile != nil {
                 throw ValidationError("give either --new-key-file or --new-passphrase-file, not both")
@@ -29,7 +33,7 @@ extension VaultCommand {
         }
 
         func run() throws {
-            let store = try options.openStore()
+            let store = try options.openStore(allowWeakPassphrase: weakPassphrase)
             try store.changeKey(to: KeySources.new(keyFile: newKeyFile, passphraseFile: newPassphraseFile, options: options))
             ErrorReport.note("Changed the key of the vault in \(store.directory).")
         }

@@ -38,6 +38,7 @@ enum VaultExitStatus {
         .insecurePermissions: permission,
         .notSignedIn: notFound,
         .mergeConflict: alreadyExists,
+        .minTTLTooLarge: usage,
         .sessionExpired: permission,
     ]
 

@@ -19,6 +19,13 @@ extension VaultOptions {
         }
         return SessionManager(directory: directory, key: key, configuration: SessionConfiguration(lockTimeout: lockTimeout))
     }
+
+    /// True when the vault directory holds neither a vault nor a profile: nothing to read,
+    /// and a read command must not create them (`status` and `token` say so instead).
+    var hasNoSession: Bool {
+        let profile = (directory as NSString).appendingPathComponent("profile.json")
+        return !SecretStore.exists(in: directory) && access(profile, F_OK) != 0
+    }
 }
 
 extension SessionState {

@@ -30,7 +30,13 @@ MIDDLEWARE = ["django.contrib.sessions.middleware.SessionMiddleware",
               "django.contrib.auth.middleware.AuthenticationMiddleware"]
 ROOT_URLCONF = "urls"
 DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE, "db.sqlite3"),
-                          "OPTIONS": {{"timeout": 30}}}}}}
+                          "OPTIONS": {{"timeout": 30, "transaction_mode": "IMMEDIATE"}}}}}}
+# Test speed: client secrets and the user's password are hashed with this (PBKDF2 would cost
+# ~0.5 s of CPU per confidential-client request on a loaded 2-core machine).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Server errors (500) with their traceback go to server.log.
+LOGGING = {{"version": 1, "handlers": {{"stderr": {{"class": "logging.StreamHandler"}}}},
+           "loggers": {{"django.request": {{"handlers": ["stderr"], "level": "ERROR"}}}}}}
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 with open(os.path.join(BASE, "oidc.key")) as f:
@@ -185,9 +191,11 @@ class StandIn(http.server.BaseHTTPRequestHandler):
 
     /500/...     500 with Retry-After: 1      /garbage/...  200 with a body that is not JSON
     /slow/...    answers after 10 s           /html/...     502 with an HTML page
-    /count       how many requests each path got (JSON)
+    /meta/...    a metadata document (issuer /meta) whose endpoints are /500/...
+    /count       how many requests each path got (JSON; also in FOLDER/standin-counts.json)
     """
     counts = {}
+    counts_file = "standin-counts.json"
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -214,8 +222,19 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         mode = self.path.strip("/").split("/")[0]
+        if self.path.endswith("/meta"):
+            mode = "meta"   # RFC 8414 form: /.well-known/oauth-authorization-server/meta
         with StandIn.lock:
             StandIn.counts[mode] = StandIn.counts.get(mode, 0) + 1
+            # Also in FOLDER/standin-counts.json, for tests that read files more easily than URLs.
+            temporary = StandIn.counts_file + ".tmp"
+            with open(temporary, "w") as f:
+                json.dump(StandIn.counts, f)
+            os.replace(temporary, StandIn.counts_file)
+        if mode == "meta" and "well-known" in self.path:
+            base = "http://127.0.0.1:%d" % self.server.server_address[1]
+            return self.reply(200, json.dumps({"issuer": base + "/meta", "token_endpoint": base + "/500/token",
+                                               "revocation_endpoint": base + "/500/revoke"}).encode())
         if mode == "500":
             return self.reply(500, b'{"error":"server_error","error_description":"down\\u001b[31m for maintenance"}',
                               headers=[("Retry-After", "1")])
@@ -231,7 +250,10 @@ class StandIn(http.server.BaseHTTPRequestHandler):
 
 def start_standin(folder):
     port = free_port()
-    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "standin-serve", str(port)],
+    with open(os.path.join(folder, "standin-counts.json"), "w") as f:
+        f.write("{}")
+    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "standin-serve", str(port),
+                                os.path.join(folder, "standin-counts.json")],
                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "standin.log"), "ab"),
                                stdin=subprocess.DEVNULL, start_new_session=True)
     with open(os.path.join(folder, "standin.pid"), "w") as f:
@@ -311,6 +333,25 @@ def records(folder):
     print(json.dumps(result))
 
 
+def password_grant(folder, scope):
+    """Tokens for alice through the confidential client (so tests need no browser); JSON on stdout."""
+    import base64
+    import urllib.parse
+    with open(os.path.join(folder, "server.json")) as f:
+        facts = json.load(f)
+    with open(facts["confidential_secret_file"]) as f:
+        secret = f.read().strip()
+    with open(facts["password_file"]) as f:
+        password = f.read().strip()
+    body = urllib.parse.urlencode({"grant_type": "password", "username": "alice", "password": password,
+                                   "scope": scope}).encode()
+    request = urllib.request.Request(facts["token_endpoint"], data=body, method="POST")
+    basic = base64.b64encode(f"{facts['confidential_client_id']}:{secret}".encode()).decode()
+    request.add_header("Authorization", "Basic " + basic)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        sys.stdout.write(response.read().decode())
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -321,9 +362,12 @@ def main():
         stop(argument)
     elif command == "approve" and len(sys.argv) >= 4:
         approve(argument, sys.argv[3], deny=len(sys.argv) > 4 and sys.argv[4] == "--deny")
+    elif command == "password-grant":
+        password_grant(argument, sys.argv[3] if len(sys.argv) > 3 else "read")
     elif command == "records":
         records(argument)
     elif command == "standin-serve":
+        StandIn.counts_file = sys.argv[3]
         server = http.server.ThreadingHTTPServer(("127.0.0.1", int(argument)), StandIn)
         server.serve_forever()
     else:

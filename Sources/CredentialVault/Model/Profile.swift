@@ -30,6 +30,8 @@ public struct Profile: Sendable, Equatable {
     public var settings: [String: JSONValue]
     /// A sign-in that started (its journal written) but has not finished.
     public var pendingSignIn: PendingSignIn?
+    /// A refresh whose request may have reached the server but whose tokens are not known saved.
+    public var refreshInFlight: RefreshJournal?
     /// Unknown top-level keys, written back unchanged. Keys the profile itself uses are
     /// ignored here.
     public var extra: [String: JSONValue]
@@ -144,7 +146,8 @@ extension Profile {
         static let user = "user"
         static let settings = "settings"
         static let pendingSignIn = "pendingSignIn"
-        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn]
+        static let refreshInFlight = "refreshInFlight"
+        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn, refreshInFlight]
     }
 
     /// The "schemaVersion" member: a whole number of at least 1.
@@ -173,6 +176,9 @@ extension Profile {
         if let pending = try document.optionalObject(Key.pendingSignIn) {
             pendingSignIn = try PendingSignIn(json: pending)
         }
+        if let journal = try document.optionalObject(Key.refreshInFlight) {
+            refreshInFlight = try RefreshJournal(json: journal)
+        }
         extra = document.unknownMembers(known: Key.all)
     }
 
@@ -191,6 +197,9 @@ extension Profile {
         members[Key.settings] = .object(settings)
         if let pendingSignIn {
             members[Key.pendingSignIn] = .object(try pendingSignIn.jsonMembers(path: Key.pendingSignIn))
+        }
+        if let refreshInFlight {
+            members[Key.refreshInFlight] = .object(try refreshInFlight.jsonMembers(path: Key.refreshInFlight))
         }
         return .object(members)
     }

@@ -45,6 +45,10 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let sessionExpired = Code(rawValue: "sessionExpired")
         /// A sign-in met an item conflict that the merge policy said to fail on.
         public static let mergeConflict = Code(rawValue: "mergeConflict")
+        /// The authorization server could not be reached or failed transiently; nothing changed.
+        public static let serverUnavailable = Code(rawValue: "serverUnavailable")
+        /// The authorization server answered with an OAuth error response.
+        public static let serverRefused = Code(rawValue: "serverRefused")
     }
 
     /// What went wrong.

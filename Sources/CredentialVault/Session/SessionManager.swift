@@ -24,6 +24,10 @@ public actor SessionManager {
     /// The anonymous id of this install, known after `restore()`.
     public private(set) var anonymousID: String?
 
+    /// What `restore()` found of a refresh a crash interrupted, if it found one
+    /// (docs/SESSIONS.md, "A kill during refresh").
+    public private(set) var refreshRecovery: RefreshRecovery?
+
     /// Creates a session over `directory`.
     /// - Parameters:
     ///   - directory: The vault directory (created 0700 on first write).
@@ -58,6 +62,14 @@ public actor SessionManager {
             if profile.pendingSignIn != nil {
                 try await recoverInterruptedSignIn()
                 profile = try profiles.load() ?? profile
+            }
+            if let journal = profile.refreshInFlight, !journal.interrupted {
+                let lock = try await sessionLock()
+                refreshRecovery = try settleRefresh()
+                lock.release()
+                profile = try profiles.load() ?? profile
+            } else if let journal = profile.refreshInFlight {
+                refreshRecovery = .interrupted(startedAt: journal.startedAt)
             }
             guard let user = profile.user else {
                 try await shredOrphanedCredentials()
@@ -133,11 +145,13 @@ public actor SessionManager {
     /// user's credentials and items are removed and the data key rotated, so nothing of
     /// theirs can be decrypted with the key material held afterwards.
     /// - Parameter newAnonymousID: Give the guest a new anonymous id instead of the old one.
+    /// - Returns: The credentials that were removed (to revoke them at the server), if any.
     /// - Throws: store errors; `.busy`.
-    public func signOut(newAnonymousID: Bool = false) async throws {
+    @discardableResult
+    public func signOut(newAnonymousID: Bool = false) async throws -> Credentials? {
         let lock = try await sessionLock()
         defer { lock.release() }
-        try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil)
+        return try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil)
     }
 
     /// The "skip" button: become a guest with default settings and no guest items.
@@ -226,27 +240,66 @@ public actor SessionManager {
         return try await task.value
     }
 
+    /// Refreshes now, even when the access token is still valid (single-flight and saved
+    /// atomically, as `validCredentials`).
+    /// - Throws: as `validCredentials(minTTL:refresher:)`.
+    public func refreshNow(refresher: @escaping TokenRefresher) async throws -> Credentials {
+        if let refreshTask { _ = try? await refreshTask.value }
+        let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true) }
+        refreshTask = task
+        defer { refreshTask = nil }
+        return try await task.value
+    }
+
     // MARK: Internals
 
-    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher) async throws -> Credentials {
+    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher, force: Bool = false) async throws -> Credentials {
         // Held across the refresher call, so that exactly one process refreshes; the others
         // wait here and then find the new tokens. Acquired off the actor's thread.
         let lock = try await sessionLock(waitingForRefresh: false)
         defer { lock.release() }
         // Another process may have refreshed, or signed someone else in, while we waited.
         let (user, latest) = try currentCredentials()
-        if isValid(latest, minTTL: minTTL) { return latest }
+        if !force, isValid(latest, minTTL: minTTL) { return latest }
         guard let refreshToken = latest.refreshToken else {
             throw VaultError(.sessionExpired, "the access token expired and there is no refresh token", fix: "sign in again")
         }
+        // A journal left by a refresh that died: settle it first (its tokens may have landed).
+        var earlier: RefreshRecovery?
+        if try profiles.load()?.refreshInFlight != nil {
+            earlier = try settleRefresh()
+            if case .completed = earlier {
+                let (_, settled) = try currentCredentials()
+                if !force, isValid(settled, minTTL: minTTL) { return settled }
+            }
+        }
+        // The journal goes to disk before the request leaves (docs/SESSIONS.md).
+        let journal = RefreshJournal(journalID: try Self.randomHex(16), userID: user.id, startedAt: configuration.clock())
+        try profiles.update { profile in profile.refreshInFlight = journal }
         let fresh: Credentials
         do {
             fresh = try await refresher(refreshToken)
         } catch RefreshFailure.invalidGrant {
             logger.notice("refresh token rejected; signing out", metadata: ["user": "\(user.id)"])
             try signOutLocked(newAnonymousID: false, expectedUserID: user.id)
+            if case .interrupted(let startedAt) = earlier {
+                throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant) after a refresh that was "
+                                 + "interrupted at \(ISO8601Timestamp.string(from: startedAt) ?? "?"): the server had rotated it, "
+                                 + "and the new tokens were never saved; signed out to guest", fix: "sign in again")
+            }
             throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant); signed out to guest",
                              fix: "sign in again")
+        } catch {
+            // Sent or not, the refresh is over and reported to the caller; the old tokens stay.
+            // An earlier interrupted refresh stays on record, so that a later invalid_grant is explained.
+            var remembered: RefreshJournal?
+            if case .interrupted(let startedAt) = earlier {
+                remembered = RefreshJournal(journalID: journal.journalID, userID: user.id, startedAt: startedAt, interrupted: true)
+            }
+            try? profiles.update { profile in
+                if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = remembered }
+            }
+            throw error
         }
         var merged = fresh
         if merged.refreshToken == nil { merged.refreshToken = latest.refreshToken }
@@ -255,11 +308,48 @@ public actor SessionManager {
         guard try profiles.load()?.user?.id == user.id else {
             throw VaultError(.notSignedIn, "'\(user.id)' signed out while the refresh was running", fix: "sign in again")
         }
+        // The new tokens and the journal's marker land in one atomic write.
         try store.update { transaction in
-            try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
+            let owner = SessionNamespaces.user(user.id)
+            try CredentialRecords.write(merged, owner: owner, into: &transaction)
+            try transaction.put(NewEntry(name: SessionNamespaces.Reserved.refreshMarker, owner: owner,
+                                         secret: SecureBytes(copying: Array(journal.journalID.utf8)), transferable: false),
+                                replace: true)
+        }
+        try profiles.update { profile in
+            if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
         }
         logger.info("credentials refreshed", metadata: ["user": "\(user.id)"])
         return merged
+    }
+
+    /// Classifies the journal of a refresh that did not finish: its marker in the vault means
+    /// the new tokens were saved (`.completed`, journal cleared); otherwise `.interrupted`
+    /// (journal kept, marked interrupted, until the next refresh or sign-out). Call with `session.lock` held.
+    private func settleRefresh() throws -> RefreshRecovery? {
+        guard let journal = try profiles.load()?.refreshInFlight else { return nil }
+        var landed = false
+        if let store = try openStore(create: false) {
+            landed = try store.snapshot { view in
+                let owner = SessionNamespaces.user(journal.userID)
+                guard view.metadata(named: SessionNamespaces.Reserved.refreshMarker, owner: owner) != nil else { return false }
+                return try view.secret(named: SessionNamespaces.Reserved.refreshMarker, owner: owner)
+                    == SecureBytes(copying: Array(journal.journalID.utf8))
+            }
+        }
+        if landed {
+            try profiles.update { profile in
+                if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
+            }
+            logger.notice("a refresh interrupted by a crash had saved its tokens", metadata: ["user": "\(journal.userID)"])
+            return .completed(startedAt: journal.startedAt)
+        }
+        try profiles.update { profile in
+            if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight?.interrupted = true }
+        }
+        logger.warning("a refresh was interrupted before its tokens were saved; the server may have rotated the refresh token",
+                       metadata: ["user": "\(journal.userID)"])
+        return .interrupted(startedAt: journal.startedAt)
     }
 
     private func currentCredentials() throws -> (User, Credentials) {
@@ -289,22 +379,28 @@ public actor SessionManager {
         return SessionNamespaces.guest(fresh)
     }
 
-    private func signOutLocked(newAnonymousID: Bool, expectedUserID: String?) throws {
+    @discardableResult
+    private func signOutLocked(newAnonymousID: Bool, expectedUserID: String?) throws -> Credentials? {
         let (signedOut, guestID) = try profiles.update { profile -> (User?, String?) in
             if let expectedUserID, profile.user?.id != expectedUserID { return (nil, profile.anonymousID) }
             let user = profile.user ?? profile.pendingSignIn?.user
             profile.user = nil
             profile.pendingSignIn = nil
+            profile.refreshInFlight = nil
             if newAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
             return (user, profile.anonymousID)
         }
         anonymousID = guestID
-        guard let user = signedOut, let store = try openStore(create: false) else { return }
-        try store.update { transaction in
-            transaction.removeAll(owner: SessionNamespaces.user(user.id))
+        guard let user = signedOut, let store = try openStore(create: false) else { return nil }
+        let removed = try store.update { transaction -> Credentials? in
+            let owner = SessionNamespaces.user(user.id)
+            let credentials = try? CredentialRecords.read(owner: owner, from: transaction)
+            transaction.removeAll(owner: owner)
             transaction.rotateDataKey()
+            return credentials ?? nil
         }
         logger.info("signed out", metadata: ["user": "\(user.id)"])
+        return removed
     }
 
     /// Finishes a sign-in whose vault write landed, or forgets one whose vault write did not.

@@ -1,12 +1,18 @@
 import ArgumentParser
 import CredentialVault
+import CredentialVaultOAuth
 
 extension VaultCommand {
     /// `vault signout`: back to guest; the user's credentials are crypto-shredded.
     struct SignOut: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "signout",
-            abstract: "Sign out: remove the user's credentials and items (data key rotated) and return to guest."
+            abstract: "Sign out: remove the user's credentials and items (data key rotated) and return to guest.",
+            discussion: """
+                When an OAuth client is stored and the server has a revocation endpoint, the refresh and access \
+                tokens are revoked (RFC 7009) after the local wipe; a failed revocation never undoes or blocks \
+                the wipe, and is reported on standard error (the exit status stays 0).
+                """
         )
 
         @OptionGroup var options: VaultOptions
@@ -17,9 +23,17 @@ extension VaultCommand {
         func run() async throws {
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
             let before = await session.restore()
-            try await session.signOut(newAnonymousID: newAnonymousID)
+            let removed = try await session.signOut(newAnonymousID: newAnonymousID)
             let anonymousID = await session.anonymousID ?? ""
             ErrorReport.note(before.user.map { "Signed out '\($0.id)'." } ?? "Nobody was signed in.")
+            if let removed, let stored = try? StoredClientConfiguration.load(options) {
+                do {
+                    let report = try await OAuthSupport.using(try stored.client(options)) { await $0.revokeAll(removed) }
+                    ErrorReport.note(report.succeeded ? "Server: \(report)." : "warning: \(report)")
+                } catch {
+                    ErrorReport.note("warning: the tokens were not revoked at the server: \(error)")
+                }
+            }
             try StandardIO.printOutput(anonymousID + "\n")
         }
     }

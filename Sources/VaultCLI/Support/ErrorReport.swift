@@ -1,4 +1,5 @@
 import CredentialVault
+import CredentialVaultOAuth
 
 /// A mistake in how a command was called that shows only when it runs (exit 64).
 struct UsageError: Error, CustomStringConvertible {
@@ -29,6 +30,9 @@ enum ErrorReport {
         case let error as UsageError:
             show(error.message, hint: error.hint)
             return VaultExitStatus.usage
+        case let error as OAuthError:
+            show(error.description, hint: OAuthSupport.hint(for: error))
+            return OAuthSupport.exitStatus(for: error)
         default:
             return nil
         }
@@ -36,14 +40,14 @@ enum ErrorReport {
 
     /// Writes the two lines.
     static func show(_ message: String, hint: String?) {
-        var text = "vault: \(message)\n"
-        if let hint { text += "hint: \(hint)\n" }
+        var text = "vault: \(TerminalText.escaped(message))\n"
+        if let hint { text += "hint: \(TerminalText.escaped(hint))\n" }
         StandardIO.printError(text)
     }
 
     /// A confirmation or note for the person at the terminal, on standard error so that
     /// standard output carries only data and a closed standard output cannot fail a finished change.
     static func note(_ text: String) {
-        StandardIO.printError(text + "\n")
+        StandardIO.printError(TerminalText.escaped(text) + "\n")
     }
 }

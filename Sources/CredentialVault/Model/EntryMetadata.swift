@@ -40,4 +40,13 @@ public struct EntryMetadata: Sendable, Hashable, Codable {
         guard let expiresAt else { return false }
         return expiresAt <= now
     }
+
+    /// True when the entry has an expiry date no later than `now + interval` (already expired included).
+    /// - Parameters:
+    ///   - interval: how far ahead to look, in seconds.
+    ///   - now: the current time.
+    public func expires(within interval: TimeInterval, of now: Date) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt <= now.addingTimeInterval(interval)
+    }
 }

@@ -57,15 +57,30 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// The file or directory concerned, when there is one.
     public let path: String?
-    /// What the user can do about it, when we know.
+    /// What the user can do about it, when we know, in words that name no command or flag.
     public let fix: String?
+    /// Which situation this is, finer than `code`, so that a front end (the `vault` command)
+    /// can add its own hint naming its own commands; the library itself never does.
+    package let topic: Topic?
+
+    /// Situations a front end may want to give its own hint for.
+    package enum Topic: Sendable, Equatable {
+        case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
+        case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
+    }
 
     /// Creates an error. Never put secret bytes in any field.
     public init(_ code: Code, _ message: String, path: String? = nil, fix: String? = nil) {
+        self.init(code, message, path: path, fix: fix, topic: nil)
+    }
+
+    /// Creates an error with a topic for front ends.
+    package init(_ code: Code, _ message: String, path: String? = nil, fix: String? = nil, topic: Topic?) {
         self.code = code
         self.message = message
         self.path = path
         self.fix = fix
+        self.topic = topic
     }
 
     /// "message (path): fix".
@@ -80,22 +95,24 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 extension VaultError {
     /// An entry of that name does not exist.
     public static func entryNotFound(_ name: String) -> VaultError {
-        VaultError(.notFound, "no entry named '\(name)'", fix: "run 'vault list' to see the names")
+        VaultError(.notFound, "no entry named '\(name)'", fix: "list the entries to see their names", topic: .entryNotFound)
     }
 
     /// No vault at that location.
     public static func vaultNotFound(path: String) -> VaultError {
-        VaultError(.notFound, "no vault here", path: path, fix: "create one with 'vault init' or pass --vault DIR")
+        VaultError(.notFound, "no vault here", path: path, fix: "create a vault here first, or open another directory",
+                   topic: .vaultNotFound)
     }
 
     /// An entry of that name exists already.
     public static func entryExists(_ name: String) -> VaultError {
-        VaultError(.alreadyExists, "an entry named '\(name)' already exists", fix: "use --replace to overwrite it")
+        VaultError(.alreadyExists, "an entry named '\(name)' already exists", fix: "replace it explicitly, or choose another name",
+                   topic: .entryExists)
     }
 
     /// The key did not unwrap the data key.
     public static let wrongKey = VaultError(.wrongKey, "the passphrase or key file does not open this vault",
-                                            fix: "check --key-file, VAULT_KEY_FILE or the passphrase")
+                                            fix: "check the key file or the passphrase", topic: .wrongKey)
 
     /// A region of the file failed authentication or parsing.
     public static func tampered(region: String, path: String? = nil) -> VaultError {

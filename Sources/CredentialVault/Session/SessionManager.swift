@@ -112,7 +112,7 @@ public actor SessionManager {
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
-            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first ('vault signout')")
+            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first", topic: .alreadySignedIn)
         }
         let anonymous = try current.anonymousID ?? Self.newAnonymousID()
         let journal = PendingSignIn(journalID: try Self.randomHex(16), userID: user.id, anonymousID: anonymous, user: user,

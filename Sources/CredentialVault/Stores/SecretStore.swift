@@ -288,7 +288,7 @@ public final class SecretStore: Sendable {
             state.kekCache = [:]
             state.dataKeysCache = nil
             state.lastDecoded = nil
-            options.logger.info("vault wiped")
+            options.logger.info("the vault was wiped")
         }
     }
 
@@ -382,7 +382,7 @@ public final class SecretStore: Sendable {
             defer { lock.release() }
             if SecureFileSystem.exists(vaultPath) {
                 throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
-                                 fix: "open it instead, or choose another --vault directory")
+                                 fix: "open it instead, or choose another directory", topic: .vaultExists)
             }
             let fresh = try KeyHierarchy.newSlotParameters(for: state.key, policy: options.kdfPolicy)
             let kek = try KeyHierarchy.deriveKEK(key: state.key, kind: fresh.kind, parameters: fresh.parameters, salt: fresh.salt,

@@ -25,7 +25,7 @@ enum ErrorReport {
     static func report(_ error: any Error) -> Int32? {
         switch error {
         case let error as VaultError:
-            show(error.message + (error.path.map { " (\($0))" } ?? ""), hint: error.fix)
+            show(error.message + (error.path.map { " (\($0))" } ?? ""), hint: CommandHints.hint(for: error))
             return error.exitStatus
         case let error as UsageError:
             show(error.message, hint: error.hint)

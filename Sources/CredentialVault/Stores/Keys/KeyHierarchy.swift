@@ -29,8 +29,9 @@ enum KeyHierarchy {
         guard key.slotKind == kind else {
             throw VaultError(.wrongKey, "this vault is opened with \(kind.userFacingName), not \(key.slotKind.userFacingName)",
                              path: path,
-                             fix: kind == .scrypt ? "give the passphrase (VAULT_PASSPHRASE, --passphrase-file or the prompt) instead of a key file"
-                                                  : "give the key file with --key-file or VAULT_KEY_FILE")
+                             fix: kind == .scrypt ? "open it with its passphrase instead of a key file"
+                                                  : "open it with its key file instead of a passphrase",
+                             topic: kind == .scrypt ? .needsPassphrase : .needsKeyFile)
         }
         try key.validate()
         switch key {

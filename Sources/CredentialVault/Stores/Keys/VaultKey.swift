@@ -19,7 +19,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
         defer { SecureWipe.wipe(&bytes) }
         guard bytes.count == keyMaterialByteCount else {
             throw VaultError(.invalidKey, "a key file must hold exactly \(keyMaterialByteCount) bytes; this one holds \(bytes.count)",
-                             path: path, fix: "create one with 'vault keygen FILE'")
+                             path: path, fix: "create a new key file; this one is not a vault key", topic: .keyFileMalformed)
         }
         return .keyMaterial(SecureBytes(copying: bytes))
     }
@@ -52,7 +52,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
         case let .keyMaterial(bytes):
             guard bytes.count == Self.keyMaterialByteCount else {
                 throw VaultError(.invalidKey, "key material must be exactly \(Self.keyMaterialByteCount) bytes; got \(bytes.count)",
-                                 fix: "create a key file with 'vault keygen FILE'")
+                                 fix: "use 32 bytes from a new key file", topic: .keyFileMalformed)
             }
         }
     }

@@ -1,8 +1,9 @@
+import CredentialVault
 import Foundation
 
 /// Where an entry stands against its expiry date, for people: "expires in 12 min",
 /// "expired 3 h ago", "no expiry".
-public enum ExpiryStatus: Sendable, Hashable, CustomStringConvertible {
+enum ExpiryStatus: Sendable, Hashable, CustomStringConvertible {
     /// The entry has no expiry date.
     case noExpiry
     /// The entry is valid for this many more seconds.
@@ -12,7 +13,7 @@ public enum ExpiryStatus: Sendable, Hashable, CustomStringConvertible {
 
     /// The status of `expiresAt` at `now`; an entry expiring exactly now is expired,
     /// as in `EntryMetadata.isExpired(at:)`.
-    public init(expiresAt: Date?, now: Date) {
+    init(expiresAt: Date?, now: Date) {
         guard let expiresAt else {
             self = .noExpiry
             return
@@ -22,13 +23,13 @@ public enum ExpiryStatus: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// True for `.expired`.
-    public var isExpired: Bool {
+    var isExpired: Bool {
         if case .expired = self { return true }
         return false
     }
 
     /// "no expiry", "expires in 12 min", "expired 3 h ago", "expired just now".
-    public var description: String {
+    var description: String {
         switch self {
         case .noExpiry: "no expiry"
         case .expiresIn(let seconds): "expires in \(HumanDuration.describe(seconds: seconds))"
@@ -40,16 +41,7 @@ public enum ExpiryStatus: Sendable, Hashable, CustomStringConvertible {
 
 extension EntryMetadata {
     /// Where this entry stands against its expiry date at `now`.
-    public func expiryStatus(at now: Date) -> ExpiryStatus {
+    func expiryStatus(at now: Date) -> ExpiryStatus {
         ExpiryStatus(expiresAt: expiresAt, now: now)
-    }
-
-    /// True when the entry has an expiry date no later than `now + interval` (already expired included).
-    /// - Parameters:
-    ///   - interval: how far ahead to look, in seconds.
-    ///   - now: the current time.
-    public func expires(within interval: TimeInterval, of now: Date) -> Bool {
-        guard let expiresAt else { return false }
-        return expiresAt <= now.addingTimeInterval(interval)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import CredentialVault
+@testable import VaultCLI
 
 @Suite struct EntryListJSONTests {
     @Test func streamingRendererMatchesTheGenericSerializerByteForByte() throws {

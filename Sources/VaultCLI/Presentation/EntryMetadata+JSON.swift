@@ -1,3 +1,4 @@
+import CredentialVault
 import Foundation
 
 extension EntryMetadata {
@@ -6,7 +7,7 @@ extension EntryMetadata {
     /// `secretBytes` and `transferable`. Never the secret.
     /// - Parameter now: the time `expired` is judged at.
     /// - Returns: a JSON object.
-    public func jsonValue(now: Date) -> JSONValue {
+    func jsonValue(now: Date) -> JSONValue {
         .object([
             "name": .string(name),
             "owner": .string(owner),
@@ -25,7 +26,7 @@ extension EntryMetadata {
 extension VerificationReport {
     /// The report as `vault verify --json` prints it: `vaultId`, `generation`,
     /// `entriesChecked`, `intact`, and `failures` (each `owner`, `name`, `code`, `message`).
-    public var jsonValue: JSONValue {
+    var jsonValue: JSONValue {
         .object([
             "vaultId": .string(vaultID),
             "generation": .number(Double(generation)),

@@ -1,9 +1,10 @@
+import CredentialVault
 import Foundation
 
 /// Durations as people type and read them: "90s", "15m", "1h30m", "7d".
-public enum HumanDuration {
+enum HumanDuration {
     /// The longest duration accepted: 100 years, so that `now + duration` stays a valid date.
-    public static let maximumSeconds: Int64 = 100 * 366 * 86_400
+    static let maximumSeconds: Int64 = 100 * 366 * 86_400
 
     /// Seconds per unit letter: s, m, h, d, w.
     static let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
@@ -15,7 +16,7 @@ public enum HumanDuration {
     /// - Parameter text: the duration as typed.
     /// - Returns: the total in seconds, 0 or more.
     /// - Throws: `VaultError` `.invalidInput` naming what is wrong.
-    public static func seconds(in text: String) throws -> Int64 {
+    static func seconds(in text: String) throws -> Int64 {
         guard !text.isEmpty else { throw invalid(text, "it is empty") }
         var total: Int64 = 0
         var digits = ""
@@ -47,7 +48,7 @@ public enum HumanDuration {
     /// Seconds and minutes stand alone; hours and days carry the next unit when it is not zero.
     /// - Parameter seconds: the interval; a negative one is described by its magnitude.
     /// - Returns: the text.
-    public static func describe(seconds: TimeInterval) -> String {
+    static func describe(seconds: TimeInterval) -> String {
         let whole = Int64(min(abs(seconds), Double(Int64.max / 2)).rounded(.down))
         func pair(_ major: Int64, _ majorUnit: String, _ minor: Int64, _ minorUnit: String) -> String {
             minor == 0 ? "\(major) \(majorUnit)" : "\(major) \(majorUnit) \(minor) \(minorUnit)"

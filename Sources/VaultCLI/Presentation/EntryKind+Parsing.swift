@@ -1,15 +1,16 @@
+import CredentialVault
 extension EntryKind {
     /// Reads a kind as a person types it: `accessToken`, `access-token`, `access_token`, in any case.
     /// - Parameter text: the kind's name.
     /// - Returns: nil when it names no kind.
-    public init?(userInput text: String) {
+    init?(userInput text: String) {
         let wanted = Self.normalized(text)
         guard let kind = EntryKind.allCases.first(where: { Self.normalized($0.rawValue) == wanted }) else { return nil }
         self = kind
     }
 
     /// The raw names, comma-separated, for help and error messages.
-    public static var acceptedNames: String {
+    static var acceptedNames: String {
         allCases.map(\.rawValue).joined(separator: ", ")
     }
 

@@ -1,29 +1,30 @@
+import CredentialVault
 /// The exit statuses of the `vault` command, after BSD `sysexits.h`: one table from
 /// `VaultError.Code` to status, shared by every command and documented in `vault --help`.
-public enum VaultExitStatus {
+enum VaultExitStatus {
     /// Success.
-    public static let success: Int32 = 0
+    static let success: Int32 = 0
     /// An unexpected error.
-    public static let unexpected: Int32 = 1
+    static let unexpected: Int32 = 1
     /// Bad usage: an unknown option, a bad value, no key source and no terminal (`EX_USAGE`).
-    public static let usage: Int32 = 64
+    static let usage: Int32 = 64
     /// The vault is corrupt, tampered, rolled back, of an unsupported version or outside the KDF policy (`EX_DATAERR`).
-    public static let dataError: Int32 = 65
+    static let dataError: Int32 = 65
     /// The vault, an entry or a named file does not exist (`EX_NOINPUT`).
-    public static let notFound: Int32 = 66
+    static let notFound: Int32 = 66
     /// The vault, entry or key file already exists (`EX_CANTCREAT`).
-    public static let alreadyExists: Int32 = 73
+    static let alreadyExists: Int32 = 73
     /// An I/O error: disk full, standard output closed (`EX_IOERR`).
-    public static let ioError: Int32 = 74
+    static let ioError: Int32 = 74
     /// The authorization server could not be reached or failed transiently (`EX_UNAVAILABLE`); the session is kept.
-    public static let serverUnavailable: Int32 = 69
+    static let serverUnavailable: Int32 = 69
     /// Another process holds the vault lock past the timeout (`EX_TEMPFAIL`).
-    public static let busy: Int32 = 75
+    static let busy: Int32 = 75
     /// The authorization server answered with an OAuth error response (`EX_PROTOCOL`), e.g. an
     /// `error` piped to `vault signin`, `invalid_client`, `access_denied`.
-    public static let serverRefused: Int32 = 76
+    static let serverRefused: Int32 = 76
     /// Wrong key, invalid key or insecure permissions (`EX_NOPERM`).
-    public static let permission: Int32 = 77
+    static let permission: Int32 = 77
 
     /// The one mapping from error code to exit status; codes not listed exit with 1.
     static let byCode: [VaultError.Code: Int32] = [
@@ -48,7 +49,7 @@ public enum VaultExitStatus {
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
-    public static let meanings: [(status: Int32, meaning: String)] = [
+    static let meanings: [(status: Int32, meaning: String)] = [
         (success, "success"),
         (unexpected, "unexpected error"),
         (usage, "usage: bad option or value, no key source and no terminal"),
@@ -63,12 +64,12 @@ public enum VaultExitStatus {
     ]
 
     /// The exit status for `code`; 1 for codes this table does not know.
-    public static func forCode(_ code: VaultError.Code) -> Int32 {
+    static func forCode(_ code: VaultError.Code) -> Int32 {
         byCode[code] ?? unexpected
     }
 }
 
 extension VaultError {
     /// The `vault` command's exit status for this error (see `VaultExitStatus`).
-    public var exitStatus: Int32 { VaultExitStatus.forCode(code) }
+    var exitStatus: Int32 { VaultExitStatus.forCode(code) }
 }

@@ -1,9 +1,12 @@
 import Foundation
 import VaultCrypto
+@testable import CredentialVault
 
 // Entry points for the libFuzzer harness (`Fuzz/`, run by `scripts/fuzz`) and for the
-// test that replays its findings (`FuzzRegressionTests`). Package access only: nothing
-// here is API, and nothing here is reachable from the `vault` command.
+// test that replays its findings (`FuzzRegressionTests`). Test code, not product code:
+// this file is compiled into the test target and, by `scripts/fuzz`, into the fuzzer
+// with `Fuzz/*.swift`, both against a CredentialVault built for testing. Nothing here is
+// in the library an app links or reachable from the `vault` command.
 //
 // Each entry point feeds one input to a parser and checks properties that must hold for
 // ANY input: only the documented `VaultError` codes escape, accepted input survives a
@@ -13,7 +16,7 @@ import VaultCrypto
 
 /// The parsers the fuzzers drive, one libFuzzer target each. The raw value names the
 /// target in `scripts/fuzz` and its folder under `Fixtures/fuzz-regressions/`.
-package enum FuzzTarget: String, CaseIterable, Sendable {
+enum FuzzTarget: String, CaseIterable, Sendable {
     /// `VaultFileHeader.parse` and the whole `VaultFileCodec.decode` with the fixture key file.
     case vaultFile = "vault-file"
     /// `IndexCodec.decode` on plaintext index bytes, bound to the golden file's vault id and generation.
@@ -27,15 +30,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
 }
 
 /// An input that broke a property the code promises for every input.
-package struct FuzzFinding: Error, CustomStringConvertible {
+struct FuzzFinding: Error, CustomStringConvertible {
     /// What broke, for the crash report.
-    package let description: String
+    let description: String
 
     init(_ description: String) { self.description = description }
 }
 
 /// What the target's main parser made of an input (for tests of the harness itself).
-package enum FuzzOutcome: Equatable, Sendable {
+enum FuzzOutcome: Equatable, Sendable {
     /// The input was accepted.
     case accepted
     /// The input was refused with this code.
@@ -44,7 +47,7 @@ package enum FuzzOutcome: Equatable, Sendable {
 
 /// The fixed inputs of the fuzzers: the key file and golden vaults that the test suite
 /// also uses (`Tests/CredentialVaultTests/Fixtures`).
-package struct FuzzContext: Sendable {
+struct FuzzContext: Sendable {
     /// The key file every `vault-file` input is opened with (`keys/alice.key`).
     let keyMaterial: [UInt8]
     /// `golden/v1-keyfile.vault`, which that key opens.
@@ -60,7 +63,7 @@ package struct FuzzContext: Sendable {
     /// Reads the fixtures.
     /// - Parameter fixtures: the `Fixtures` folder of the CredentialVault tests.
     /// - Throws: when a fixture is missing or the template vault does not open with the key.
-    package init(fixtures: String) throws {
+    init(fixtures: String) throws {
         func read(_ relativePath: String) throws -> [UInt8] {
             let url = URL(fileURLWithPath: fixtures).appendingPathComponent(relativePath)
             return Array(try Data(contentsOf: url))
@@ -91,12 +94,12 @@ package struct FuzzContext: Sendable {
 }
 
 /// Runs one input through one target's parsers and checks its properties.
-package enum FuzzEntryPoints {
+enum FuzzEntryPoints {
     /// Feeds `input` to `target`.
     /// - Returns: whether the target's main parser accepted it.
     /// - Throws: `FuzzFinding` when a property breaks; nothing else.
     @discardableResult
-    package static func run(_ target: FuzzTarget, _ input: [UInt8], context: FuzzContext) throws(FuzzFinding) -> FuzzOutcome {
+    static func run(_ target: FuzzTarget, _ input: [UInt8], context: FuzzContext) throws(FuzzFinding) -> FuzzOutcome {
         switch target {
         case .vaultFile: try vaultFile(input, context: context)
         case .vaultIndex: try vaultIndex(input, context: context)
@@ -107,7 +110,7 @@ package enum FuzzEntryPoints {
     }
 
     /// Starting inputs for `target`, built from the fixtures (the fuzzer mutates from here).
-    package static func seeds(for target: FuzzTarget, context: FuzzContext) throws -> [[UInt8]] {
+    static func seeds(for target: FuzzTarget, context: FuzzContext) throws -> [[UInt8]] {
         switch target {
         case .vaultFile:
             var seeds: [[UInt8]] = []

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import CredentialVault
+@testable import VaultCLI
 import VaultCrypto
 
 /// Masked previews never show more than a small part of a secret.

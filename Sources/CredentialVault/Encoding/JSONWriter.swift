@@ -1,5 +1,5 @@
 /// Writes `JSONValue`s as RFC 8259 text with sorted keys, so equal values give equal bytes.
-struct JSONWriter {
+package struct JSONWriter {
     /// One member per line, indented by two spaces, `"key": value`.
     let prettyPrinted: Bool
     /// The text so far.
@@ -72,7 +72,7 @@ struct JSONWriter {
     }
 
     /// Appends `string` as a JSON string literal (quoted, escaped) to `bytes`.
-    static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
+    package static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them in one go.
         if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {

@@ -1,12 +1,13 @@
+import CredentialVault
 import Foundation
 
 /// RFC 3339 timestamps in UTC with milliseconds, as the CLI's JSON and text print them:
 /// "2026-01-31T08:15:00.250Z".
-public enum RFC3339 {
+enum RFC3339 {
     /// The UTC text for `date`, rounded to the millisecond; dates outside years 1–9999 are clamped.
     /// - Parameter date: the instant.
     /// - Returns: e.g. "2026-01-31T08:15:00.250Z".
-    public static func string(from date: Date) -> String {
+    static func string(from date: Date) -> String {
         let seconds = date.timeIntervalSince1970
         let clamped = seconds.isNaN ? 0 : min(max(seconds, ISO8601Timestamp.earliest), ISO8601Timestamp.latest)
         return ISO8601Timestamp.string(from: Date(timeIntervalSince1970: clamped)) ?? "1970-01-01T00:00:00.000Z"
@@ -15,7 +16,7 @@ public enum RFC3339 {
     /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)".
     /// - Parameter text: the timestamp.
     /// - Returns: the instant, or nil when the text is not RFC 3339.
-    public static func date(from text: String) -> Date? {
+    static func date(from text: String) -> Date? {
         ISO8601Timestamp.date(from: text)
     }
 }

@@ -1,14 +1,15 @@
+import CredentialVault
 import VaultCrypto
 
 /// A masked preview of a secret: its first few characters and an ellipsis, so a person can
 /// tell tokens apart without the secret being shown.
-public enum SecretPreview {
+enum SecretPreview {
     /// Secrets shorter than this get no preview at all.
-    public static let minimumBytes = 12
+    static let minimumBytes = 12
     /// At most this many leading characters are shown.
-    public static let maximumShownBytes = 4
+    static let maximumShownBytes = 4
     /// At most one byte in this many is shown (1/8 of the secret).
-    public static let shownFractionDenominator = 8
+    static let shownFractionDenominator = 8
 
     /// The first few bytes of `secret` followed by "…", e.g. "eyJh…".
     ///
@@ -17,7 +18,7 @@ public enum SecretPreview {
     /// reach a terminal).
     /// - Parameter secret: the secret.
     /// - Returns: the preview, or nil when nothing may be shown.
-    public static func prefix(of secret: SecureBytes) -> String? {
+    static func prefix(of secret: SecureBytes) -> String? {
         guard secret.count >= minimumBytes else { return nil }
         let shown = min(maximumShownBytes, secret.count / shownFractionDenominator)
         guard shown > 0 else { return nil }

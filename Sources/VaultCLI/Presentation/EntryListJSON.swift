@@ -1,3 +1,4 @@
+import CredentialVault
 import Foundation
 
 /// `vault list --json`, written straight to bytes.
@@ -6,9 +7,9 @@ import Foundation
 /// `JSONValue.serialized(prettyPrinted: true)` produces (a test holds the two together), without
 /// building a dictionary per entry and sorting its keys: at 10,000 entries that was about half
 /// of the command's time.
-public enum EntryListJSON {
+enum EntryListJSON {
     /// The pretty-printed JSON array of `entries`, without a final newline.
-    public static func render(_ entries: [EntryMetadata], now: Date) -> [UInt8] {
+    static func render(_ entries: [EntryMetadata], now: Date) -> [UInt8] {
         guard !entries.isEmpty else { return Array("[]".utf8) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(entries.count * 320)

@@ -5,14 +5,14 @@ import Foundation
 /// Written out by hand because `Date.ISO8601FormatStyle` truncates rather than rounds
 /// (1700000000.123 prints as ".122"), so a date would not survive a save and load.
 /// Dates with whole milliseconds round-trip exactly.
-enum ISO8601Timestamp {
+package enum ISO8601Timestamp {
     /// 0001-01-01T00:00:00Z, the first instant with a four-digit year.
-    static let earliest: Double = -62_135_596_800
+    package static let earliest: Double = -62_135_596_800
     /// 9999-12-31T23:59:59.999Z, the last one.
-    static let latest: Double = 253_402_300_799.999
+    package static let latest: Double = 253_402_300_799.999
 
     /// The text for `date`, rounded to the millisecond; nil outside years 1–9999.
-    static func string(from date: Date) -> String? {
+    package static func string(from date: Date) -> String? {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= earliest, seconds <= latest else { return nil }
         let milliseconds = Int64((seconds * 1000).rounded())
@@ -27,7 +27,7 @@ enum ISO8601Timestamp {
     }
 
     /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)"; nil for anything else.
-    static func date(from text: String) -> Date? {
+    package static func date(from text: String) -> Date? {
         let bytes = Array(text.utf8)
         var index = 0
         func number(_ digits: Int) -> Int64? {

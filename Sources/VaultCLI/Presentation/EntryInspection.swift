@@ -1,27 +1,28 @@
+import CredentialVault
 import Foundation
 import VaultCrypto
 
 /// What `vault inspect` shows about an entry: its metadata, expiry, a masked preview and,
 /// for a JWT, its header and claims. Never the whole secret, never a JWT's signature.
-public struct EntryInspection: Sendable {
+struct EntryInspection: Sendable {
     /// The entry's metadata.
-    public let metadata: EntryMetadata
+    let metadata: EntryMetadata
     /// Where the entry stands against its own expiry date.
-    public let expiry: ExpiryStatus
+    let expiry: ExpiryStatus
     /// A masked preview such as "eyJh…", or nil for short or binary secrets.
-    public let preview: String?
+    let preview: String?
     /// The decoded header and claims when the secret is a JWS compact JWT (signature not checked).
-    public let jwt: DecodedJWT?
+    let jwt: DecodedJWT?
     /// Where the JWT stands against its `exp` claim, when it has one.
-    public let jwtExpiry: ExpiryStatus?
+    let jwtExpiry: ExpiryStatus?
     /// The time the inspection was made at.
-    public let now: Date
+    let now: Date
 
     /// Inspects `entry` at `now`.
     /// - Parameters:
     ///   - entry: the entry with its secret; the secret is not kept.
     ///   - now: the current time, for expiry.
-    public init(_ entry: VaultEntry, now: Date) {
+    init(_ entry: VaultEntry, now: Date) {
         self.metadata = entry.metadata
         self.now = now
         self.expiry = entry.metadata.expiryStatus(at: now)
@@ -33,7 +34,7 @@ public struct EntryInspection: Sendable {
 
     /// The `vault inspect --json` object: every field of `EntryMetadata.jsonValue(now:)`
     /// plus `expiry` (text), `preview` (or null) and `jwt` (`{"header": {…}, "claims": {…}}` or null).
-    public var jsonValue: JSONValue {
+    var jsonValue: JSONValue {
         guard case .object(var members) = metadata.jsonValue(now: now) else { return metadata.jsonValue(now: now) }
         members["expiry"] = .string(expiry.description)
         members["preview"] = preview.map(JSONValue.string) ?? .null
@@ -42,7 +43,7 @@ public struct EntryInspection: Sendable {
     }
 
     /// Label–value pairs for people, in display order. Values may span several lines.
-    public var fields: [(label: String, value: String)] {
+    var fields: [(label: String, value: String)] {
         var fields: [(label: String, value: String)] = [("name", metadata.name)]
         if !metadata.owner.isEmpty { fields.append(("owner", metadata.owner)) }
         fields.append(("kind", metadata.kind.rawValue))

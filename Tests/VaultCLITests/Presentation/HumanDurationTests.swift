@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import CredentialVault
+@testable import VaultCLI
 
 /// `HumanDuration`: "90s", "1h30m", "7d" in; "12 min", "3 h" out.
 @Suite struct HumanDurationTests {
@@ -14,11 +15,12 @@ import Testing
 
     @Test(arguments: ["", "90", "h", "1x", "1H", "1h1h", "-5m", "1.5h", " 1h", "1h ", "٣s", "9999999999999s", "36601d"])
     func rejectsMalformedDurations(text: String) {
-        expectVaultError(.invalidInput) { try HumanDuration.seconds(in: text) }
+        #expect { try HumanDuration.seconds(in: text) } throws: { ($0 as? VaultError)?.code == .invalidInput }
     }
 
     @Test func messageNamesTheTextAndSuggestsAFix() {
-        let error = expectVaultError(.invalidInput) { try HumanDuration.seconds(in: "90") }
+        let error = #expect(throws: VaultError.self) { try HumanDuration.seconds(in: "90") }
+        #expect(error?.code == .invalidInput)
         #expect(error?.message.contains("'90'") == true)
         #expect(error?.fix?.contains("1h30m") == true)
     }

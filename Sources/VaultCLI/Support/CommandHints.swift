@@ -1,0 +1,21 @@
+import CredentialVault
+
+/// The `vault` command's own hints: the library's errors say what to do in words that name
+/// no command or flag; where the fix is a `vault` command or option, the CLI says which.
+enum CommandHints {
+    /// The hint to print under `error`: the command-line one for its topic, else the library's fix.
+    static func hint(for error: VaultError) -> String? {
+        switch error.topic {
+        case .entryNotFound?: "run 'vault list' to see the names"
+        case .vaultNotFound?: "create one with 'vault init' or pass --vault DIR"
+        case .entryExists?: "use --replace to overwrite it"
+        case .vaultExists?: "open it instead, or choose another --vault directory"
+        case .wrongKey?: "check --key-file, VAULT_KEY_FILE or the passphrase"
+        case .needsPassphrase?: "give the passphrase (VAULT_PASSPHRASE, --passphrase-file or the prompt) instead of a key file"
+        case .needsKeyFile?: "give the key file with --key-file or VAULT_KEY_FILE"
+        case .keyFileMalformed?: "create one with 'vault keygen FILE'"
+        case .alreadySignedIn?: "sign out first ('vault signout')"
+        case nil: error.fix
+        }
+    }
+}

@@ -3,6 +3,7 @@ import PackageDescription
 
 // Dependencies point one way only:
 // VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
+// VaultCLI → CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); the core never links the network.
 let package = Package(
     name: "vault",
     platforms: [.macOS(.v15)],
@@ -10,12 +11,19 @@ let package = Package(
         .executable(name: "vault", targets: ["VaultCLI"]),
         .library(name: "CredentialVault", targets: ["CredentialVault"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
+        // The OAuth 2.0 client; a product of its own so that the core links no HTTP stack.
+        .library(name: "CredentialVaultOAuth", targets: ["CredentialVaultOAuth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation` (DocC); a plugin, linked into nothing.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Named for their types in AsyncHTTPClient's API (ByteBuffer, HTTPHeaders, TLSConfiguration);
+        // they come with async-http-client anyway.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -40,16 +48,34 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The only target with a network dependency (docs/ARCHITECTURE.md).
+        .target(
+            name: "CredentialVaultOAuth",
+            dependencies: [
+                "CredentialVault",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "VaultCLI",
             dependencies: [
                 "CredentialVault",
+                "CredentialVaultOAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "VaultTestWorker",
             dependencies: ["CredentialVault", "VaultCrypto"]
+        ),
+        // Refreshes a session through the OAuth client from another process (the OAuth tests).
+        .executableTarget(
+            name: "VaultOAuthTestWorker",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
         ),
         // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
         .executableTarget(
@@ -79,6 +105,10 @@ let package = Package(
             dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker", "AnonymousModeExample", "GuestSignInExample",
                            "GuestPurchasesExample", "LaunchLoaderExample", "OnboardingExample"],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "CredentialVaultOAuthTests",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI"]
         ),
         .testTarget(
             name: "VaultCLITests",

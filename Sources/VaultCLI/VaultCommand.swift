@@ -24,7 +24,7 @@ struct VaultCommand: AsyncParsableCommand {
                 Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, SelfCheck.self,
             ]),
             CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self]),
-            CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Demo.self]),
+            CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Refresh.self, Client.self, Demo.self]),
         ]
     )
 

@@ -33,6 +33,8 @@ public struct Profile: Sendable, Equatable {
     /// What this install remembers of users who signed out, by user id: whether they
     /// finished onboarding and whether their local items were kept for their return.
     public var returningUsers: [String: ReturningUser] = [:]
+    /// A refresh whose request may have reached the server but whose tokens are not known saved.
+    public var refreshInFlight: RefreshJournal?
     /// Unknown top-level keys, written back unchanged. Keys the profile itself uses are
     /// ignored here.
     public var extra: [String: JSONValue]
@@ -148,7 +150,9 @@ extension Profile {
         static let settings = "settings"
         static let pendingSignIn = "pendingSignIn"
         static let returningUsers = "returningUsers"
-        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn, returningUsers]
+        static let refreshInFlight = "refreshInFlight"
+        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn, returningUsers,
+                                       refreshInFlight]
     }
 
     /// The "schemaVersion" member: a whole number of at least 1.
@@ -182,6 +186,9 @@ extension Profile {
                 returningUsers[id] = try ReturningUser(json: returning.object(id))
             }
         }
+        if let journal = try document.optionalObject(Key.refreshInFlight) {
+            refreshInFlight = try RefreshJournal(json: journal)
+        }
         extra = document.unknownMembers(known: Key.all)
     }
 
@@ -203,6 +210,9 @@ extension Profile {
         }
         if !returningUsers.isEmpty {
             members[Key.returningUsers] = .object(returningUsers.mapValues { .object($0.jsonMembers) })
+        }
+        if let refreshInFlight {
+            members[Key.refreshInFlight] = .object(try refreshInFlight.jsonMembers(path: Key.refreshInFlight))
         }
         return .object(members)
     }

@@ -49,6 +49,10 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let minTTLTooLarge = Code(rawValue: "minTTLTooLarge")
         /// The app declined or cancelled the sign-in that `requireSignIn` was waiting for.
         public static let signInCancelled = Code(rawValue: "signInCancelled")
+        /// The authorization server could not be reached or failed transiently; nothing changed.
+        public static let serverUnavailable = Code(rawValue: "serverUnavailable")
+        /// The authorization server answered with an OAuth error response.
+        public static let serverRefused = Code(rawValue: "serverRefused")
     }
 
     /// What went wrong.

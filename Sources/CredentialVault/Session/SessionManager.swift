@@ -35,6 +35,10 @@ public actor SessionManager {
     /// The anonymous id of this install, known after `restore()`.
     public internal(set) var anonymousID: String?
 
+    /// What `restore()` found of a refresh a crash interrupted, if it found one
+    /// (docs/SESSIONS.md, "A kill during refresh").
+    public private(set) var refreshRecovery: RefreshRecovery?
+
     /// Creates a session over `directory`.
     /// - Parameters:
     ///   - directory: The vault directory (created 0700 on first write).
@@ -75,6 +79,14 @@ public actor SessionManager {
             if profile.pendingSignIn != nil {
                 try await recoverInterruptedSignIn()
                 profile = try profiles.load() ?? profile
+            }
+            if let journal = profile.refreshInFlight, !journal.interrupted {
+                let lock = try await sessionLock()
+                refreshRecovery = try settleRefresh()
+                lock.release()
+                profile = try profiles.load() ?? profile
+            } else if let journal = profile.refreshInFlight {
+                refreshRecovery = .interrupted(startedAt: journal.startedAt)
             }
             guard let user = profile.user else {
                 try await removeOrphanedCredentials(profile: profile)
@@ -193,7 +205,7 @@ public actor SessionManager {
     }
 
     /// Signs the user out: the profile forgets the user first (the commit point), then the
-    /// user's credentials are removed from the vault and the data key is rotated, so the
+    /// user's credentials are removed from the vault and the data key is replaced, so the
     /// removed entries cannot be decrypted with the key material held afterwards (copies of
     /// older vault files on disk or in backups still hold them under the old data key).
     /// - Parameters:
@@ -202,12 +214,16 @@ public actor SessionManager {
     ///     Nil uses `SessionConfiguration.localDataOnSignOut` (default `.wipe`).
     ///   - newAnonymousID: Give the guest a new anonymous id instead of the old one; the old
     ///     guest's items are then removed (a new guest is a new person on this device).
+    /// - Returns: The credentials that were removed (to revoke them at the server), if any.
     /// - Throws: store errors; `.busy`.
-    public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false) async throws {
+    @discardableResult
+    public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false) async throws -> Credentials? {
         let lock = try await sessionLock()
         defer { lock.release() }
-        try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil, localData: localData ?? configuration.localDataOnSignOut)
+        let removed = try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil,
+                                        localData: localData ?? configuration.localDataOnSignOut)
         publish(.guest(anonymousID: anonymousID ?? ""))
+        return removed
     }
 
     /// The "skip" button: become a guest with default settings and no guest items.
@@ -278,7 +294,7 @@ public actor SessionManager {
         if let refreshTask {
             fresh = try await refreshTask.value
         } else {
-            let task = Task { try await self.refresh(minTTL: minTTL, force: force, refresher: refresher) }
+            let task = Task { try await self.refresh(minTTL: minTTL, refresher: refresher, force: force) }
             refreshTask = task
             defer { refreshTask = nil }
             fresh = try await task.value
@@ -287,9 +303,20 @@ public actor SessionManager {
         return fresh
     }
 
+    /// Refreshes now, even when the access token is still valid (single-flight and saved
+    /// atomically, as `validCredentials`).
+    /// - Throws: as `validCredentials(minTTL:refresher:)`.
+    public func refreshNow(refresher: @escaping TokenRefresher) async throws -> Credentials {
+        if let refreshTask { _ = try? await refreshTask.value }
+        let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true) }
+        refreshTask = task
+        defer { refreshTask = nil }
+        return try await task.value
+    }
+
     // MARK: Internals
 
-    private func refresh(minTTL: Duration, force: Bool, refresher: @escaping TokenRefresher) async throws -> Credentials {
+    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher, force: Bool = false) async throws -> Credentials {
         // Held across the refresher call, so that exactly one process refreshes; the others
         // wait here and then find the new tokens. Acquired off the cooperative pool.
         let lock = try await sessionLock(waitingForRefresh: false)
@@ -300,6 +327,18 @@ public actor SessionManager {
         guard let refreshToken = latest.refreshToken else {
             throw VaultError(.sessionExpired, "the access token expired and there is no refresh token", fix: "sign in again")
         }
+        // A journal left by a refresh that died: settle it first (its tokens may have landed).
+        var earlier: RefreshRecovery?
+        if try profiles.load()?.refreshInFlight != nil {
+            earlier = try settleRefresh()
+            if case .completed = earlier {
+                let (_, settled) = try currentCredentials()
+                if !force, isValid(settled, minTTL: minTTL) { return settled }
+            }
+        }
+        // The journal goes to disk before the request leaves (docs/SESSIONS.md).
+        let journal = RefreshJournal(journalID: try Self.randomHex(16), userID: user.id, startedAt: configuration.clock())
+        try profiles.update { profile in profile.refreshInFlight = journal }
         let fresh: Credentials
         do {
             fresh = try await refresher(refreshToken)
@@ -307,8 +346,24 @@ public actor SessionManager {
             logger.notice("refresh token rejected; signing out", metadata: ["user": "\(user.id)"])
             try signOutLocked(newAnonymousID: false, expectedUserID: user.id, localData: configuration.localDataOnSignOut)
             publish(.guest(anonymousID: anonymousID ?? ""))
+            if case .interrupted(let startedAt) = earlier {
+                throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant) after a refresh that was "
+                                 + "interrupted at \(ISO8601Timestamp.string(from: startedAt) ?? "?"): the server had rotated it, "
+                                 + "and the new tokens were never saved; signed out to guest", fix: "sign in again")
+            }
             throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant); signed out to guest",
                              fix: "sign in again")
+        } catch {
+            // Sent or not, the refresh is over and reported to the caller; the old tokens stay.
+            // An earlier interrupted refresh stays on record, so that a later invalid_grant is explained.
+            var remembered: RefreshJournal?
+            if case .interrupted(let startedAt) = earlier {
+                remembered = RefreshJournal(journalID: journal.journalID, userID: user.id, startedAt: startedAt, interrupted: true)
+            }
+            try? profiles.update { profile in
+                if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = remembered }
+            }
+            throw error
         }
         var merged = fresh
         if merged.refreshToken == nil { merged.refreshToken = latest.refreshToken }
@@ -317,14 +372,51 @@ public actor SessionManager {
         guard try profiles.load()?.user?.id == user.id else {
             throw VaultError(.notSignedIn, "'\(TerminalText.escaped(user.id))' signed out while the refresh was running", fix: "sign in again")
         }
+        // The new tokens and the journal's marker land in one atomic write.
         try store.update { transaction in
-            try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
+            let owner = SessionNamespaces.user(user.id)
+            try CredentialRecords.write(merged, owner: owner, into: &transaction)
+            try transaction.put(NewEntry(name: SessionNamespaces.Reserved.refreshMarker, owner: owner,
+                                         secret: SecureBytes(copying: Array(journal.journalID.utf8)), transferable: false),
+                                replace: true)
+        }
+        try profiles.update { profile in
+            if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
         }
         logger.info("credentials refreshed", metadata: ["user": "\(user.id)"])
         if let profileUser = try profiles.load()?.user {
             publish(profileUser.onboardingComplete ? .signedIn(profileUser, merged) : .needsOnboarding(profileUser, merged))
         }
         return merged
+    }
+
+    /// Classifies the journal of a refresh that did not finish: its marker in the vault means
+    /// the new tokens were saved (`.completed`, journal cleared); otherwise `.interrupted`
+    /// (journal kept, marked interrupted, until the next refresh or sign-out). Call with `session.lock` held.
+    private func settleRefresh() throws -> RefreshRecovery? {
+        guard let journal = try profiles.load()?.refreshInFlight else { return nil }
+        var landed = false
+        if let store = try openStore(create: false) {
+            landed = try store.snapshot { view in
+                let owner = SessionNamespaces.user(journal.userID)
+                guard view.metadata(named: SessionNamespaces.Reserved.refreshMarker, owner: owner) != nil else { return false }
+                return try view.secret(named: SessionNamespaces.Reserved.refreshMarker, owner: owner)
+                    == SecureBytes(copying: Array(journal.journalID.utf8))
+            }
+        }
+        if landed {
+            try profiles.update { profile in
+                if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
+            }
+            logger.notice("a refresh interrupted by a crash had saved its tokens", metadata: ["user": "\(journal.userID)"])
+            return .completed(startedAt: journal.startedAt)
+        }
+        try profiles.update { profile in
+            if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight?.interrupted = true }
+        }
+        logger.warning("a refresh was interrupted before its tokens were saved; the server may have rotated the refresh token",
+                       metadata: ["user": "\(journal.userID)"])
+        return .interrupted(startedAt: journal.startedAt)
     }
 
     func currentCredentials() throws -> (User, Credentials) {
@@ -376,7 +468,8 @@ public actor SessionManager {
         return SessionNamespaces.guest(fresh)
     }
 
-    func signOutLocked(newAnonymousID: Bool, expectedUserID: String?, localData: LocalDataPolicy) throws {
+    @discardableResult
+    func signOutLocked(newAnonymousID: Bool, expectedUserID: String?, localData: LocalDataPolicy) throws -> Credentials? {
         let (signedOut, oldGuest, guestID) = try profiles.update { profile -> (User?, String?, String?) in
             if let expectedUserID, profile.user?.id != expectedUserID { return (nil, nil, profile.anonymousID) }
             let user = profile.user ?? profile.pendingSignIn?.user
@@ -389,21 +482,27 @@ public actor SessionManager {
             }
             profile.user = nil
             profile.pendingSignIn = nil
+            profile.refreshInFlight = nil
             if newAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
             return (user, oldGuest, profile.anonymousID)
         }
         anonymousID = guestID
         let replacedGuest = oldGuest.flatMap { $0 == guestID ? nil : $0 }
-        guard signedOut != nil || replacedGuest != nil, let store = try openStore(create: false) else { return }
-        try store.update { transaction in
+        guard signedOut != nil || replacedGuest != nil, let store = try openStore(create: false) else { return nil }
+        let removed = try store.update { transaction -> Credentials? in
+            var credentials: Credentials?
             if let user = signedOut {
-                Self.removeUserEntries(owner: SessionNamespaces.user(user.id), localData: localData, in: &transaction)
+                let owner = SessionNamespaces.user(user.id)
+                credentials = (try? CredentialRecords.read(owner: owner, from: transaction)) ?? nil
+                Self.removeUserEntries(owner: owner, localData: localData, in: &transaction)
             }
             // The replaced guest's items go with it: nothing is left under an id no one uses.
             if let replacedGuest { transaction.removeAll(owner: SessionNamespaces.guest(replacedGuest)) }
             transaction.rotateDataKey()
+            return credentials
         }
         if let user = signedOut { logger.info("signed out", metadata: ["user": "\(user.id)"]) }
+        return removed
     }
 
     /// Removes a signed-out user's credentials (always) and items (unless kept).

@@ -13,5 +13,7 @@ public enum SessionNamespaces {
         static let idToken = "session.id-token"
         static let tokenInfo = "session.token-info"
         static let migration = "session.migration"
+        /// The journal id of the refresh whose tokens are saved beside it (`RefreshJournal`).
+        static let refreshMarker = "session.refresh-journal"
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CredentialVault
+import CredentialVaultOAuth
 import Foundation
 
 extension VaultCommand {
@@ -7,18 +8,28 @@ extension VaultCommand {
     struct SignIn: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "signin",
-            abstract: "Sign in with an OAuth 2.0 token response read from standard input.",
+            abstract: "Sign in with an OAuth 2.0 token response read from standard input, or with --device.",
             discussion: """
                 Standard input is the token endpoint's JSON (RFC 6749 §5.1: access_token, token_type, \
                 expires_in, and optionally refresh_token, id_token, scope), so `curl … | vault signin --user-id u1` \
-                works. From guest mode the guest's transferable items move to the account in the same atomic write.
+                works. An OAuth error response on standard input exits 76 and shows its error_description.
+                With --device --issuer URL --client-id ID the device authorization grant (RFC 8628) runs: the \
+                verification URI and user code go to standard error, and the client configuration is stored so \
+                that 'vault token' and 'vault refresh' can refresh. The user id is the ID token's 'sub' (or \
+                userinfo's) unless --user-id is given.
+                From guest mode the guest's transferable items move to the account in the same atomic write.
                 """
         )
 
         @OptionGroup var options: VaultOptions
 
-        @Option(name: .customLong("user-id"), help: "The account's stable id (e.g. the 'sub' claim).")
-        var userID: String
+        @Option(name: .customLong("user-id"), help: "The account's stable id (e.g. the 'sub' claim); required unless --device.")
+        var userID: String?
+
+        @Flag(help: "Sign in with the device authorization grant (RFC 8628) instead of reading standard input.")
+        var device = false
+
+        @OptionGroup var client: ClientOptions
 
         @Option(help: "A display name.")
         var name: String?
@@ -41,6 +52,15 @@ extension VaultCommand {
         var json = false
 
         func run() async throws {
+            if device {
+                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID)
+                try await finish(user: user, credentials: credentials)
+                try client.save(options)
+                return
+            }
+            guard let userID else {
+                throw UsageError("--user-id is required when the token response is piped in (or use --device)")
+            }
             guard !StandardIO.isTerminal(0) else {
                 throw UsageError("pipe the token response JSON into 'vault signin' (for example: curl … | vault signin --user-id \(userID))")
             }
@@ -49,10 +69,19 @@ extension VaultCommand {
                 throw UsageError("standard input is empty: 'vault signin' reads the token endpoint's JSON response",
                                  hint: "curl -s … https://auth.example.com/token | vault signin --user-id \(userID)")
             }
+            if let refused = TokenResponse.parseError(body) {
+                throw VaultError(.serverRefused, "the token response is an OAuth error: \(refused.description)",
+                                 fix: "sign in again at the server; nothing was changed")
+            }
             let credentials = try TokenResponse.parse(body, receivedAt: Date())
+            try await finish(user: userID, credentials: credentials)
+        }
+
+        private func finish(user userID: String, credentials: Credentials) async throws {
             let session = try options.sessionManager(needsKey: true)
             _ = await session.restore()
-            let user = User(id: userID, displayName: name, email: email, signInMethod: method, onboardingComplete: onboarded)
+            let user = User(id: userID, displayName: name, email: email, signInMethod: method ?? (device ? "device" : nil),
+                            onboardingComplete: onboarded)
             let report = try await session.signIn(user: user, credentials: credentials, policy: mergePolicy)
             if json {
                 try StandardIO.printOutput(TextLayout.json(report.jsonValue))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CredentialVault
+import CredentialVaultOAuth
 
 extension VaultCommand {
     /// `vault signout`: back to guest; the user's credentials are removed from the vault.
@@ -10,8 +11,10 @@ extension VaultCommand {
             discussion: """
                 This removes the tokens from the current vault file; it does not revoke them and does not erase \
                 earlier copies: a backup, a snapshot or freed disk blocks holding an older vault file still open \
-                with the same passphrase or key file. Revoke the tokens at the server; to make old copies \
-                unreadable, destroy the key file ('vault wipe --destroy-key-file').
+                with the same passphrase or key file. To make old copies unreadable, destroy the key file \
+                ('vault wipe --destroy-key-file'). When an OAuth client is stored and the server has a revocation endpoint, the refresh and access \
+                tokens are revoked (RFC 7009) after the local wipe; a failed revocation never undoes or blocks \
+                the wipe, and is reported on standard error (the exit status stays 0).
                 """
         )
 
@@ -23,9 +26,17 @@ extension VaultCommand {
         func run() async throws {
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
             let before = await session.restore()
-            try await session.signOut(newAnonymousID: newAnonymousID)
+            let removed = try await session.signOut(newAnonymousID: newAnonymousID)
             let anonymousID = await session.anonymousID ?? ""
             ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
+            if let removed, let stored = try? StoredClientConfiguration.load(options) {
+                do {
+                    let report = try await OAuthSupport.using(try stored.client(options)) { await $0.revokeAll(removed) }
+                    ErrorReport.note(report.succeeded ? "Server: \(report)." : "warning: \(report)")
+                } catch {
+                    ErrorReport.note("warning: the tokens were not revoked at the server: \(TerminalText.escaped("\(error)"))")
+                }
+            }
             try StandardIO.printOutput(anonymousID + "\n")
         }
     }

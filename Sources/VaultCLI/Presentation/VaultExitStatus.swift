@@ -16,8 +16,13 @@ enum VaultExitStatus {
     static let alreadyExists: Int32 = 73
     /// An I/O error: disk full, standard output closed (`EX_IOERR`).
     static let ioError: Int32 = 74
+    /// The authorization server could not be reached or failed transiently (`EX_UNAVAILABLE`); the session is kept.
+    static let serverUnavailable: Int32 = 69
     /// Another process holds the vault lock past the timeout (`EX_TEMPFAIL`).
     static let busy: Int32 = 75
+    /// The authorization server answered with an OAuth error response (`EX_PROTOCOL`), e.g. an
+    /// `error` piped to `vault signin`, `invalid_client`, `access_denied`.
+    static let serverRefused: Int32 = 76
     /// Wrong key, invalid key or insecure permissions (`EX_NOPERM`).
     static let permission: Int32 = 77
 
@@ -40,6 +45,8 @@ enum VaultExitStatus {
         .mergeConflict: alreadyExists,
         .minTTLTooLarge: usage,
         .sessionExpired: permission,
+        .serverUnavailable: serverUnavailable,
+        .serverRefused: serverRefused,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
@@ -49,9 +56,11 @@ enum VaultExitStatus {
         (usage, "usage: bad option or value, no key source and no terminal"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
         (notFound, "vault, entry or file not found; nobody signed in"),
+        (serverUnavailable, "authorization server unreachable or failing (5xx, timeout, bad answer); session kept"),
         (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock"),
+        (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …)"),
         (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again)"),
     ]
 

@@ -1,4 +1,5 @@
 import CredentialVault
+import CredentialVaultOAuth
 
 /// A mistake in how a command was called that shows only when it runs (exit 64).
 struct UsageError: Error, CustomStringConvertible {
@@ -32,6 +33,9 @@ enum ErrorReport {
         case let error as CommandNotStarted:
             show(error.description, hint: nil)
             return error.exitStatus
+        case let error as OAuthError:
+            show(error.description, hint: OAuthSupport.hint(for: error))
+            return OAuthSupport.exitStatus(for: error)
         default:
             return nil
         }
@@ -48,6 +52,6 @@ enum ErrorReport {
     /// A confirmation or note for the person at the terminal, on standard error so that
     /// standard output carries only data and a closed standard output cannot fail a finished change.
     static func note(_ text: String) {
-        StandardIO.printError(text + "\n")
+        StandardIO.printError(TerminalText.escaped(text, keepingLineBreaks: true) + "\n")
     }
 }

@@ -1,0 +1,30 @@
+import CredentialVault
+import VaultCrypto
+
+extension OAuthClient {
+    /// Trades a refresh token for new tokens (RFC 6749 §6). No scope is sent, so the granted
+    /// scopes stay as they were. A response without a refresh token keeps the old one when the
+    /// session saves it.
+    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead).
+    public func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
+        let url = try await endpoint(\.token, "token endpoint")
+        var form = FormBody()
+        form.append("grant_type", "refresh_token")
+        form.append("refresh_token", secret: refreshToken)
+        let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
+        return try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
+    }
+
+    /// The refresher for `SessionManager.validCredentials(minTTL:refresher:)`: `invalid_grant`
+    /// becomes `RefreshFailure.invalidGrant` (the session ends to guest); every other failure
+    /// is thrown as its `OAuthError` and the session is kept.
+    public var refresher: TokenRefresher {
+        { [self] token in
+            do {
+                return try await refresh(token)
+            } catch let error as OAuthError where error.kind == .invalidGrant {
+                throw RefreshFailure.invalidGrant(description: error.serverErrorDescription)
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import CredentialVault
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import VaultCrypto
+
+/// An OAuth 2.0 client for one authorization server: refresh (RFC 6749 §6), revocation
+/// (RFC 7009), discovery (OIDC / RFC 8414), device sign-in (RFC 8628) and client
+/// credentials (RFC 6749 §4.4).
+///
+/// Plug it into a session with `SessionManager.validCredentials(minTTL:client:)`: the
+/// session's single-flight refresh and atomic save are used as they are. Call `shutdown()`
+/// when done with it (it owns an HTTP client).
+public final class OAuthClient: Sendable {
+    /// The configuration it was made with.
+    public let configuration: OAuthConfiguration
+    let transport: HTTPTransport
+    private let discovered = Mutex<ServerMetadata?>(nil)
+
+    /// Creates a client.
+    /// - Throws: `OAuthError` `.configuration` when the CA bundle cannot be read; `.insecureEndpoint`
+    ///   when the issuer or a configured endpoint is plain http to a non-loopback host.
+    public init(configuration: OAuthConfiguration) throws {
+        self.configuration = configuration
+        if let path = configuration.caBundlePath, !FileManager.default.isReadableFile(atPath: path) {
+            throw OAuthError(.configuration, endpoint: "CA bundle", detail: "cannot read the CA bundle '\(ServerText.sanitized(path))'")
+        }
+        let named: [(String, URL?)] = [("issuer", configuration.issuer), ("token endpoint", configuration.endpoints.token),
+                                       ("revocation endpoint", configuration.endpoints.revocation),
+                                       ("device authorization endpoint", configuration.endpoints.deviceAuthorization),
+                                       ("userinfo endpoint", configuration.endpoints.userinfo)]
+        for case let (name, url?) in named where !OAuthConfiguration.isAcceptable(url, allowInsecure: configuration.allowInsecureHTTP) {
+            throw OAuthError(.insecureEndpoint, endpoint: "\(name) \(Self.display(url))",
+                             detail: "https is required (plain http only to a loopback address)")
+        }
+        transport = try HTTPTransport(caBundlePath: configuration.caBundlePath)
+    }
+
+    /// Closes the HTTP client. Call once, when no request is running.
+    public func shutdown() async throws {
+        try await transport.shutdown()
+    }
+
+    // MARK: Endpoints
+
+    /// The endpoint for `keyPath`: the configured one, else the discovered one.
+    func endpoint(_ keyPath: KeyPath<OAuthEndpoints, URL?>, _ name: String) async throws -> URL {
+        if let url = configuration.endpoints[keyPath: keyPath] { return url }
+        guard configuration.issuer != nil else {
+            throw OAuthError(.configuration, endpoint: name, detail: "no \(name) is configured and there is no issuer to discover it from")
+        }
+        guard let url = try await metadata().endpoints[keyPath: keyPath] else {
+            throw OAuthError(.configuration, endpoint: name, detail: "the server's metadata lists no \(name)")
+        }
+        guard OAuthConfiguration.isAcceptable(url, allowInsecure: configuration.allowInsecureHTTP) else {
+            throw OAuthError(.insecureEndpoint, endpoint: "\(name) \(Self.display(url))",
+                             detail: "https is required (plain http only to a loopback address)")
+        }
+        return url
+    }
+
+    /// The endpoint if there is one (configured or discovered), else nil.
+    func optionalEndpoint(_ keyPath: KeyPath<OAuthEndpoints, URL?>, _ name: String) async throws -> URL? {
+        do {
+            return try await endpoint(keyPath, name)
+        } catch let error as OAuthError where error.kind == .configuration && error.status == nil {
+            return nil
+        }
+    }
+
+    /// The server's metadata, fetched once per client and then cached.
+    public func metadata() async throws -> ServerMetadata {
+        if let cached = discovered.withLock({ $0 }) { return cached }
+        let fetched = try await discover()
+        discovered.withLock { $0 = fetched }
+        return fetched
+    }
+
+    /// "token endpoint http://127.0.0.1:8000/o/token/" without query or user info.
+    static func display(_ url: URL) -> String {
+        var text = (url.scheme ?? "?") + "://" + (url.host ?? "?")
+        if let port = url.port { text += ":\(port)" }
+        let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path
+        return ServerText.sanitized(text + path)
+    }
+
+    // MARK: The exchange
+
+    /// How a request may be retried.
+    enum Retry {
+        /// Safe to send again whatever happened (revocation, discovery, client credentials).
+        case idempotent
+        /// Send again only when the server surely did not act (refused connection, 5xx, 429).
+        case onlyIfNotProcessed
+    }
+
+    /// POSTs a form with the client's authentication, retrying transient failures per policy.
+    /// - Returns: the 2xx response.
+    /// - Throws: `OAuthError`, classified.
+    func post(_ url: URL, name: String, form: FormBody, retry: Retry) async throws -> HTTPExchange {
+        var form = form
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        switch configuration.authentication {
+        case .none:
+            form.append("client_id", configuration.clientID)
+        case .clientSecretPost(let secret):
+            form.append("client_id", configuration.clientID)
+            form.append("client_secret", secret: secret)
+        case .clientSecretBasic(let secret):
+            headers.add(name: "Authorization", value: FormBody.basicCredentials(clientID: configuration.clientID, secret: secret))
+        }
+        return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry)
+    }
+
+    /// One request with bounded retries. 2xx comes back; everything else is thrown classified.
+    func exchange(_ url: URL, name: String, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?,
+                  retry: Retry) async throws -> HTTPExchange {
+        let endpoint = "\(name) \(Self.display(url))"
+        var attempt = 0
+        while true {
+            attempt += 1
+            let failure: OAuthError
+            let mayRetry: Bool
+            do {
+                let response = try await transport.send(url, method: method, headers: headers, body: body,
+                                                        timeout: configuration.requestTimeout)
+                if (200..<300).contains(response.status) { return response }
+                failure = Self.classify(response, endpoint: endpoint)
+                mayRetry = failure.kind == .transient
+            } catch {
+                let (classified, beforeSending) = Self.classify(transportError: error, endpoint: endpoint)
+                failure = classified
+                mayRetry = beforeSending || retry == .idempotent
+            }
+            guard mayRetry, attempt < configuration.retry.maximumAttempts,
+                  failure.retryAfter.map({ $0 <= configuration.retry.maximumRetryAfter }) ?? true else { throw failure }
+            try await Task.sleep(for: configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter))
+        }
+    }
+
+    /// Classifies a non-2xx response (RFC 6749 §5.2).
+    static func classify(_ response: HTTPExchange, endpoint: String) -> OAuthError {
+        let retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+        let oauth = TokenResponse.parseError(response.body)
+        let status = response.status
+        if status >= 500 || status == 429 {
+            return OAuthError(.transient, endpoint: endpoint, status: status, serverError: oauth?.error,
+                              serverErrorDescription: oauth?.errorDescription,
+                              detail: "the server answered HTTP \(status)", retryAfter: retryAfter)
+        }
+        if (300..<400).contains(status) {
+            return OAuthError(.configuration, endpoint: endpoint, status: status,
+                              detail: "the server redirected; redirects are not followed with credentials")
+        }
+        guard let oauth else {
+            return OAuthError(.configuration, endpoint: endpoint, status: status,
+                              detail: "the server answered HTTP \(status) without an OAuth error")
+        }
+        let kind: OAuthError.Kind
+        switch oauth.error {
+        case "invalid_grant": kind = .invalidGrant
+        case "access_denied": kind = .accessDenied
+        case "expired_token": kind = .expiredToken
+        case "authorization_pending", "slow_down", "temporarily_unavailable": kind = .transient
+        default: kind = .configuration
+        }
+        return OAuthError(kind, endpoint: endpoint, status: status, serverError: oauth.error,
+                          serverErrorDescription: oauth.errorDescription, detail: "the server refused", retryAfter: retryAfter)
+    }
+
+    /// Transport failures are transient. The flag says whether the request surely never
+    /// reached the server (so even a refresh may be sent again).
+    static func classify(transportError error: any Error, endpoint: String) -> (OAuthError, beforeSending: Bool) {
+        let text = String(describing: error)
+        let lowered = text.lowercased()
+        let afterSending = lowered.contains("deadlineexceeded") || lowered.contains("readtimeout")
+            || lowered.contains("remoteconnectionclosed") || lowered.contains("responsebodytoolong")
+            || lowered.contains("bodylengthmismatch")
+        let detail: String
+        if lowered.contains("deadlineexceeded") || lowered.contains("timeout") {
+            detail = "no answer within the deadline (\(ServerText.sanitized(text)))"
+        } else if lowered.contains("refused") || lowered.contains("connect") {
+            detail = "could not connect (\(ServerText.sanitized(text)))"
+        } else {
+            detail = "the exchange failed (\(ServerText.sanitized(text)))"
+        }
+        return (OAuthError(.transient, endpoint: endpoint, detail: detail), !afterSending)
+    }
+
+    /// Reads a token endpoint's 2xx body; a body that is not a token response is transient.
+    static func credentials(from response: HTTPExchange, endpoint: String) throws -> Credentials {
+        do {
+            return try TokenResponse.parse(response.body, receivedAt: Date())
+        } catch let error as VaultError {
+            throw OAuthError(.transient, endpoint: endpoint, status: response.status,
+                             detail: "the answer is not a token response: \(error.message)")
+        }
+    }
+}

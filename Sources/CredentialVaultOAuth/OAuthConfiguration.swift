@@ -1,0 +1,53 @@
+import Foundation
+
+/// Everything an `OAuthClient` needs to know about the server and itself.
+public struct OAuthConfiguration: Sendable {
+    /// The issuer URL; discovery reads its metadata. Optional when every endpoint is set.
+    public var issuer: URL?
+    /// Endpoints that override discovery.
+    public var endpoints: OAuthEndpoints
+    /// The client id.
+    public var clientID: String
+    /// How the client authenticates.
+    public var authentication: ClientAuthentication
+    /// Scopes requested at device sign-in and client credentials (a refresh asks for none,
+    /// which keeps the granted ones, RFC 6749 §6).
+    public var scopes: [String]
+    /// A PEM file of CA certificates to trust instead of the system store (private issuers).
+    public var caBundlePath: String?
+    /// The deadline of one HTTP exchange.
+    public var requestTimeout: Duration
+    /// Retries of transient failures.
+    public var retry: RetryPolicy
+    /// Allow plain `http` to non-loopback hosts. Only for tests of this package; off by default.
+    package var allowInsecureHTTP = false
+
+    /// Creates a configuration.
+    public init(issuer: URL?, endpoints: OAuthEndpoints = OAuthEndpoints(), clientID: String,
+                authentication: ClientAuthentication = .none, scopes: [String] = [], caBundlePath: String? = nil,
+                requestTimeout: Duration = .seconds(10), retry: RetryPolicy = RetryPolicy()) {
+        self.issuer = issuer
+        self.endpoints = endpoints
+        self.clientID = clientID
+        self.authentication = authentication
+        self.scopes = scopes
+        self.caBundlePath = caBundlePath
+        self.requestTimeout = requestTimeout
+        self.retry = retry
+    }
+
+    /// `https`, or `http` to a loopback address (127.0.0.0/8, ::1, localhost).
+    static func isAcceptable(_ url: URL, allowInsecure: Bool) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), url.host != nil else { return false }
+        if scheme == "https" { return true }
+        guard scheme == "http" else { return false }
+        return allowInsecure || isLoopback(url.host ?? "")
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}

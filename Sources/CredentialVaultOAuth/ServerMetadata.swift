@@ -1,0 +1,41 @@
+import CredentialVault
+import Foundation
+
+/// What discovery learned about the server (OpenID Connect Discovery 1.0, RFC 8414).
+public struct ServerMetadata: Sendable, Hashable {
+    /// The issuer the document names (checked against the configured one).
+    public var issuer: String
+    /// The endpoints it lists.
+    public var endpoints: OAuthEndpoints
+    /// `grant_types_supported`, when listed.
+    public var grantTypes: [String]
+
+    /// Creates metadata.
+    public init(issuer: String, endpoints: OAuthEndpoints, grantTypes: [String] = []) {
+        self.issuer = issuer
+        self.endpoints = endpoints
+        self.grantTypes = grantTypes
+    }
+
+    /// Reads a metadata document; nil when it is not a JSON object with an issuer.
+    static func parse(_ body: [UInt8]) -> ServerMetadata? {
+        guard case .object(let members)? = try? JSONValue(parsing: body),
+              let issuer = members["issuer"]?.stringValue else { return nil }
+        func url(_ key: String) -> URL? { members[key]?.stringValue.flatMap(URL.init(string:)) }
+        var grants: [String] = []
+        if case .array(let values)? = members["grant_types_supported"] {
+            grants = values.compactMap { $0.stringValue }
+        }
+        return ServerMetadata(issuer: issuer,
+                              endpoints: OAuthEndpoints(token: url("token_endpoint"), revocation: url("revocation_endpoint"),
+                                                        deviceAuthorization: url("device_authorization_endpoint"),
+                                                        userinfo: url("userinfo_endpoint")),
+                              grantTypes: grants)
+    }
+
+    /// The two documents merged: this one's endpoints first, the other's where this has none.
+    func merged(with other: ServerMetadata) -> ServerMetadata {
+        ServerMetadata(issuer: issuer, endpoints: endpoints.filling(from: other.endpoints),
+                       grantTypes: grantTypes.isEmpty ? other.grantTypes : grantTypes)
+    }
+}

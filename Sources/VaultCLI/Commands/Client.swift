@@ -1,0 +1,107 @@
+import ArgumentParser
+import CredentialVault
+import Foundation
+import VaultCrypto
+
+extension VaultCommand {
+    /// `vault client`: stores the OAuth client configuration that `token`, `refresh` and `signout` use.
+    struct Client: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "client",
+            abstract: "Store the OAuth client configuration (issuer, client id, endpoints; a secret goes into the vault).",
+            discussion: """
+                The issuer, client id, scopes and endpoints are kept in the plain profile; a client secret is \\
+                read from standard input or --secret-file (never from an argument) and kept in the vault. \\
+                With --grant client_credentials, 'vault token' fetches a token for the client itself when the \\
+                stored one is missing or expired (daemons). 'vault client --remove' forgets the configuration.
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+        @OptionGroup var client: ClientOptions
+
+        @Option(help: ArgumentHelp("Client authentication: none, basic (client_secret_basic) or post (client_secret_post).",
+                                   valueName: "METHOD"))
+        var auth: String = "none"
+
+        @Option(help: ArgumentHelp("refresh_token (a user signs in) or client_credentials (a daemon).", valueName: "GRANT"))
+        var grant: String = "refresh_token"
+
+        @Option(name: .customLong("secret-file"), help: ArgumentHelp("Read the client secret from this file (else standard input).",
+                                                                     valueName: "FILE"))
+        var secretFile: String?
+
+        @Flag(help: "Forget the stored configuration and secret.")
+        var remove = false
+
+        func run() async throws {
+            if remove {
+                try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).update { profile in
+                    profile.extra[StoredClientConfiguration.profileKey] = nil
+                }
+                if SecretStore.exists(in: options.directory) {
+                    let store = try SecretStore.open(in: options.directory, key: KeySources.current(options, confirmNew: false))
+                    if (try? store.metadata(named: StoredClientConfiguration.secretEntry)) != nil {
+                        try store.remove(named: StoredClientConfiguration.secretEntry)
+                    }
+                }
+                ErrorReport.note("Forgot the OAuth client configuration.")
+                return
+            }
+            let method: String
+            switch auth.lowercased() {
+            case "none": method = "none"
+            case "basic", "client_secret_basic": method = "client_secret_basic"
+            case "post", "client_secret_post": method = "client_secret_post"
+            default: throw UsageError("--auth must be none, basic or post, not '\(auth)'")
+            }
+            guard grant == "refresh_token" || grant == "client_credentials" else {
+                throw UsageError("--grant must be refresh_token or client_credentials, not '\(grant)'")
+            }
+            if grant == "client_credentials", method == "none" {
+                throw UsageError("the client_credentials grant needs a confidential client: --auth basic or post")
+            }
+            let stored = try client.stored(authMethod: method, grant: grant)
+            if method != "none" {
+                let secret: SecureBytes
+                if let secretFile {
+                    secret = try VaultKeySecretFile.read(secretFile)
+                } else {
+                    guard !StandardIO.isTerminal(StandardIO.input) else {
+                        throw UsageError("pipe the client secret into 'vault client' or pass --secret-file FILE")
+                    }
+                    secret = try StandardIO.readAll(from: StandardIO.input, limit: 4096, name: "standard input")
+                }
+                let trimmed = VaultKeySecretFile.trimmingNewline(secret)
+                guard !trimmed.isEmpty else { throw UsageError("the client secret is empty") }
+                let key = try KeySources.current(options, confirmNew: !SecretStore.exists(in: options.directory))
+                let store = SecretStore.exists(in: options.directory)
+                    ? try SecretStore.open(in: options.directory, key: key) : try SecretStore.create(in: options.directory, key: key)
+                _ = try store.put(NewEntry(name: StoredClientConfiguration.secretEntry, secret: trimmed, transferable: false), replace: true)
+            }
+            try stored.save(options)
+            ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)).")
+        }
+    }
+}
+
+/// Reading a client secret from a file: the bytes, one trailing newline dropped.
+enum VaultKeySecretFile {
+    static func read(_ path: String) throws -> SecureBytes {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw VaultError(.notFound, "cannot read the secret file", path: path)
+        }
+        defer { try? handle.close() }
+        let data = try handle.readToEnd() ?? Data()
+        guard data.count <= 4096 else { throw VaultError(.invalidInput, "the secret file is larger than 4096 bytes", path: path) }
+        return SecureBytes(copying: data)
+    }
+
+    static func trimmingNewline(_ secret: SecureBytes) -> SecureBytes {
+        var end = secret.count
+        secret.withUnsafeBytes { bytes in
+            while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        }
+        return end == secret.count ? secret : secret.slice(0..<end)
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import CredentialVault
+import CredentialVaultOAuth
+import Foundation
+
+/// The options that describe an OAuth client (`vault signin --device`, `vault client`).
+struct ClientOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The authorization server's issuer URL (discovery reads its metadata).", valueName: "URL"))
+    var issuer: String?
+
+    @Option(name: .customLong("client-id"), help: "The OAuth client id.")
+    var clientID: String?
+
+    @Option(name: .customLong("scope"), help: ArgumentHelp("A scope to request (repeat, or space-separated).", valueName: "S"))
+    var scopes: [String] = []
+
+    @Option(name: .customLong("token-endpoint"), help: ArgumentHelp("Override the discovered token endpoint.", valueName: "URL"))
+    var tokenEndpoint: String?
+
+    @Option(name: .customLong("revocation-endpoint"), help: ArgumentHelp("Override the discovered revocation endpoint.", valueName: "URL"))
+    var revocationEndpoint: String?
+
+    @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("Override the discovered device authorization endpoint.", valueName: "URL"))
+    var deviceEndpoint: String?
+
+    @Option(name: .customLong("ca-bundle"), help: ArgumentHelp("A PEM file of CA certificates to trust instead of the system's.", valueName: "FILE"))
+    var caBundle: String?
+
+    /// The configuration to store, with the given authentication and grant.
+    func stored(authMethod: String = "none", grant: String = "refresh_token") throws -> StoredClientConfiguration {
+        guard let clientID, !clientID.isEmpty else { throw UsageError("--client-id is required") }
+        guard issuer != nil || tokenEndpoint != nil else {
+            throw UsageError("give --issuer (or at least --token-endpoint)")
+        }
+        let caBundle = caBundle.map { ($0 as NSString).standardizingPath }
+        return StoredClientConfiguration(
+            issuer: issuer, clientID: clientID, authMethod: authMethod, grant: grant,
+            scopes: scopes.flatMap { $0.split(separator: " ").map(String.init) },
+            tokenEndpoint: tokenEndpoint, revocationEndpoint: revocationEndpoint, deviceEndpoint: deviceEndpoint,
+            caBundle: caBundle.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 })
+    }
+}

@@ -1,0 +1,165 @@
+import CredentialVault
+import CredentialVaultOAuth
+import Foundation
+import Testing
+import VaultCrypto
+
+/// One run of the built `vault` binary.
+struct VaultRun {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+}
+
+/// Runs `vault` with the folder's vault and key file; `onStderr` sees standard error as it comes.
+func vault(_ arguments: [String], folder: SessionFolder, input: Data = Data(),
+           onStderr: (@Sendable (String) -> Void)? = nil) throws -> VaultRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "vault"))
+    process.arguments = arguments
+    process.environment = ["VAULT_DIR": folder.path + "/vault", "VAULT_KEY_FILE": folder.keyPath, "PATH": "/usr/bin:/bin"]
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    let collected = Collected()
+    stderr.fileHandleForReading.readabilityHandler = { handle in
+        let data = handle.availableData
+        guard !data.isEmpty else { return }
+        let text = collected.append(data)
+        onStderr?(text)
+    }
+    try process.run()
+    stdin.fileHandleForWriting.write(input)
+    try stdin.fileHandleForWriting.close()
+    let out = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    stderr.fileHandleForReading.readabilityHandler = nil
+    let rest = stderr.fileHandleForReading.readDataToEndOfFile()
+    return VaultRun(status: process.terminationStatus, stdout: out, stderr: collected.append(rest))
+}
+
+final class Collected: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func append(_ more: Data) -> String {
+        lock.lock(); defer { lock.unlock() }
+        data.append(more)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+    /// True the first time only.
+    func claim() -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        defer { claimed = true }
+        return !claimed
+    }
+}
+
+@Suite("vault CLI against the real server", .enabled(if: OAuthServer.shouldRun))
+struct CLIAgainstServerTests {
+    @Test("signin --device → token (no network while valid) → refresh rotates → signout revokes at the server")
+    func deviceLifecycle() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        let added = try vault(["add", "draft", "--guest"], folder: folder, input: Data("guest-draft".utf8))
+        #expect(added.status == 0, "\(added.stderr)")
+        let approved = OnceFlag()
+        let signin = try vault(["signin", "--device", "--issuer", try server.issuer.absoluteString,
+                                "--client-id", try server.string("device_client_id"), "--scope", "openid read",
+                                "--device-endpoint", try server.string("device_authorization_endpoint")],
+                               folder: folder) { text in
+            guard let range = text.range(of: "enter the code "), text[range.upperBound...].contains("\n") else { return }
+            let code = String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
+            guard !code.isEmpty, approved.claim() else { return }
+            _ = try? server.script(["approve", server.directory, code])
+        }
+        #expect(signin.status == 0, "\(signin.stderr)")
+        #expect(signin.stderr.contains("To sign in, open http://127.0.0.1:"))
+        #expect(String(decoding: signin.stdout, as: UTF8.self).contains("draft"))   // moved from the guest
+
+        // A valid token: printed with no call to the server (the stored token endpoint is made unreachable).
+        let profilePath = folder.path + "/vault/profile.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: profilePath))
+        let deadProfile = String(decoding: original, as: UTF8.self)
+            .replacingOccurrences(of: #""clientId""#, with: #""tokenEndpoint":"http://127.0.0.1:9/t","clientId""#)
+            .replacingOccurrences(of: #""issuer""#, with: #""unusedIssuer""#)
+        try Data(deadProfile.utf8).write(to: URL(fileURLWithPath: profilePath))
+        let token = try vault(["token", "--leeway", "0s"], folder: folder)
+        #expect(token.status == 0, "\(token.stderr)")
+        #expect(!token.stdout.isEmpty)
+        try original.write(to: URL(fileURLWithPath: profilePath))
+
+        // A forced refresh rotates; the server's records show the old refresh token dead.
+        let first = try #require(await (try folder.session()).restore().credentials)
+        let refresh = try vault(["refresh"], folder: folder)
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        let second = try #require(await (try folder.session()).restore().credentials)
+        #expect(second.refreshToken != first.refreshToken)
+        #expect(try server.records(of: try #require(first.refreshToken)).revoked)
+
+        let signout = try vault(["signout"], folder: folder)
+        #expect(signout.status == 0)
+        #expect(signout.stderr.contains("revoked refresh_token, access_token"), "\(signout.stderr)")
+        #expect(try server.records(of: try #require(second.refreshToken)).revoked)
+    }
+
+    @Test("an OAuth error piped to signin exits 76 and shows error_description escaped; nothing changes")
+    func pipedError() throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let body = #"{"error":"access_denied","error_description":"The user said no\u001b[2J"}"#
+        let run = try vault(["signin", "--user-id", "u1"], folder: folder, input: Data(body.utf8))
+        #expect(run.status == 76)
+        #expect(run.stderr.contains("access_denied: The user said no\\u{1b}[2J"))
+        #expect(!run.stderr.contains("\u{1b}"))
+        let profile = (try? String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)) ?? ""
+        #expect(!profile.contains("\"user\""))
+    }
+
+    @Test("a daemon: vault client --grant client_credentials (secret on stdin), then vault token fetches one")
+    func daemon() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let secretText = try String(contentsOfFile: try server.string("daemon_secret_file"), encoding: .utf8)
+        let store = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("daemon_client_id"),
+                               "--auth", "basic", "--grant", "client_credentials", "--scope", "read"],
+                              folder: folder, input: Data(secretText.utf8))
+        #expect(store.status == 0, "\(store.stderr)")
+        let profile = try String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)
+        #expect(!profile.contains(secretText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let token = try vault(["token", "--leeway", "0s"], folder: folder)
+        #expect(token.status == 0, "\(token.stderr)")
+        let access = SecureBytes(copying: token.stdout)
+        #expect(try server.records(of: access).kind == "access")
+        // Still valid: the same token again, without a new grant.
+        let again = try vault(["token", "--leeway", "0s"], folder: folder)
+        #expect(again.stdout == token.stdout)
+    }
+
+    @Test("vault refresh with the server down exits 69 and keeps the session")
+    func refreshServerDown() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let tokens = try server.script(["password-grant", server.directory, "read"])
+        let signin = try vault(["signin", "--user-id", "alice"], folder: folder, input: Data(tokens))
+        #expect(signin.status == 0, "\(signin.stderr)")
+        let client = try vault(["client", "--token-endpoint", "http://127.0.0.1:9/o/token/", "--client-id", "vault-confidential"],
+                               folder: folder)
+        #expect(client.status == 0, "\(client.stderr)")
+        let refresh = try vault(["refresh"], folder: folder)
+        #expect(refresh.status == 69, "\(refresh.stderr)")
+        #expect(refresh.stderr.contains("token endpoint http://127.0.0.1:9/o/token/"))
+        let after = await (try folder.session()).restore()
+        #expect(after.user?.id == "alice")   // kept (signedIn or expired by the 60 s leeway)
+    }
+}

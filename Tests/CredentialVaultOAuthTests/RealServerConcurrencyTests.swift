@@ -1,0 +1,56 @@
+import CredentialVault
+import CredentialVaultOAuth
+import Foundation
+import Testing
+import VaultCrypto
+
+/// N processes × M tasks refreshing one session at the same instant: the real server's own
+/// records must show exactly one refresh grant.
+@Suite("OAuth against the real server: single-flight refresh across processes", .enabled(if: OAuthServer.shouldRun))
+struct RealServerConcurrencyTests {
+    @Test("8 processes × 4 tasks at the same instant → exactly one refresh grant at the server")
+    func oneRefreshGrant() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let session = try folder.session()
+        _ = await session.restore()
+        let initial = try server.passwordGrant()
+        let firstRefresh = try #require(initial.refreshToken)
+        try await session.signIn(user: User(id: try server.userID, onboardingComplete: true), credentials: initial.expiredLocally)
+
+        let worker = try BuiltProducts.path(of: "VaultOAuthTestWorker")
+        let processes = 8, tasks = 4
+        // Started a moment ahead so that every process is up before the instant comes.
+        let startAt = (Date().timeIntervalSince1970 + 3) * 1000
+        var running: [(Process, Pipe)] = []
+        for _ in 0..<processes {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: worker)
+            process.arguments = ["refresh", folder.path + "/vault", folder.keyPath, try server.tokenEndpoint.absoluteString,
+                                 try server.string("confidential_client_id"), "\(tasks)", "\(Int(startAt))"]
+            // The worker authenticates as the confidential client with the secret from this file.
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            process.environment = ProcessInfo.processInfo.environment.merging(
+                ["VAULT_OAUTH_CLIENT_SECRET_FILE": try server.string("confidential_secret_file")]) { $1 }
+            try process.run()
+            running.append((process, output))
+        }
+        var lines: [String] = []
+        for (process, output) in running {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(String(decoding: data.suffix(2000), as: UTF8.self))")
+            lines.append(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        // Every task of every process got the same one fresh access token.
+        #expect(lines.allSatisfy { $0 == "ok \(tasks) 1" }, "\(lines)")
+        let record = try server.records(of: firstRefresh)
+        #expect(record.refreshGrants == 1)
+        #expect(record.liveInFamily == 1)
+        let saved = await (try folder.session()).restore()
+        #expect(saved.name == "signedIn")
+    }
+}

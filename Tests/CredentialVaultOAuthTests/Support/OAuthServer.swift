@@ -1,0 +1,190 @@
+import CredentialVault
+import CredentialVaultOAuth
+import Foundation
+import Testing
+import VaultCrypto
+
+/// The real authorization server (django-oauth-toolkit) that `scripts/oauth-server` started:
+/// its folder comes in `VAULT_OAUTH_SERVER` (scripts/test sets it). Without it the suites
+/// skip on a developer machine and fail under CI=true.
+struct OAuthServer: Sendable {
+    static let folder = ProcessInfo.processInfo.environment["VAULT_OAUTH_SERVER"]
+    /// Run the suites: a server is there, or this is CI (where a missing one must fail).
+    static let shouldRun = folder != nil || ProcessInfo.processInfo.environment["CI"] == "true"
+
+    static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    let facts: [String: JSONValue]
+    let directory: String
+
+    /// The running server, or a failure naming why there is none.
+    static func require() throws -> OAuthServer {
+        guard let folder else {
+            throw ServerFailure("no OAuth server: VAULT_OAUTH_SERVER is not set (run the tests through scripts/test, "
+                                + "or scripts/oauth-server run -- swift test)")
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: folder).appendingPathComponent("server.json"))
+        guard case .object(let facts) = try JSONValue(parsing: data) else { throw ServerFailure("server.json is not an object") }
+        return OAuthServer(facts: facts, directory: folder)
+    }
+
+    func string(_ key: String) throws -> String {
+        guard let value = facts[key]?.stringValue else { throw ServerFailure("server.json lacks \(key)") }
+        return value
+    }
+
+    func url(_ key: String) throws -> URL {
+        guard let url = URL(string: try string(key)) else { throw ServerFailure("\(key) is not a URL") }
+        return url
+    }
+
+    var issuer: URL { get throws { try url("issuer") } }
+    var tokenEndpoint: URL { get throws { try url("token_endpoint") } }
+    var standIn: URL { get throws { try url("standin") } }
+    var userID: String { get throws { try string("user_id") } }
+
+    func secret(_ role: String) throws -> SecureBytes {
+        let text = try String(contentsOfFile: try string(role + "_secret_file"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return SecureBytes(copying: Array(text.utf8))
+    }
+
+    /// A client of the public device app (discovery from the issuer).
+    func deviceClient(scopes: [String] = ["openid", "read"], retry: RetryPolicy = RetryPolicy(baseDelay: .milliseconds(50))) throws -> OAuthClient {
+        // django-oauth-toolkit lists its device endpoint in neither metadata document: configured here.
+        try OAuthClient(configuration: OAuthConfiguration(
+            issuer: issuer, endpoints: OAuthEndpoints(deviceAuthorization: try url("device_authorization_endpoint")),
+            clientID: try string("device_client_id"), scopes: scopes, retry: retry))
+    }
+
+    /// A client of the confidential app.
+    func confidentialClient(post: Bool = false) throws -> OAuthClient {
+        let secret = try secret("confidential")
+        return try OAuthClient(configuration: OAuthConfiguration(
+            issuer: issuer, clientID: try string("confidential_client_id"),
+            authentication: post ? .clientSecretPost(secret) : .clientSecretBasic(secret)))
+    }
+
+    /// Runs scripts/oauth-server with `arguments`, `input` on stdin; returns stdout.
+    func script(_ arguments: [String], input: SecureBytes? = nil) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.repositoryRoot + "/scripts/oauth-server")
+        process.arguments = arguments
+        let output = Pipe(), stdin = Pipe()
+        process.standardOutput = output
+        process.standardInput = stdin
+        try process.run()
+        if let input { input.withUnsafeBytes { stdin.fileHandleForWriting.write(Data($0)) } }
+        try stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ServerFailure("scripts/oauth-server \(arguments.first ?? "") exited \(process.terminationStatus)")
+        }
+        return Array(data)
+    }
+
+    /// The user's browser approving (or denying) the device code.
+    func approve(_ authorization: DeviceAuthorization, deny: Bool = false) throws {
+        _ = try script(["approve", directory, authorization.userCode] + (deny ? ["--deny"] : []))
+    }
+
+    /// Tokens for the test user through the confidential client.
+    func passwordGrant(scope: String = "read") throws -> Credentials {
+        try TokenResponse.parse(try script(["password-grant", directory, scope]), receivedAt: Date())
+    }
+
+    /// What the server's own database says of `token`.
+    func records(of token: SecureBytes) throws -> TokenRecord {
+        guard case .object(let members) = try JSONValue(parsing: try script(["records", directory], input: token)) else {
+            throw ServerFailure("records: not a JSON object")
+        }
+        return TokenRecord(kind: members["kind"]?.stringValue ?? "?", revoked: members["revoked"]?.boolValue ?? false,
+                           refreshGrants: members["refresh_grants"]?.intValue,
+                           liveInFamily: members["live_in_family"]?.intValue)
+    }
+
+    /// Waits (at most 5 s) until the server's access log has not grown for 200 ms: what a killed
+    /// process had sent is then processed, as it would be long before a real next launch.
+    func waitUntilIdle() async throws {
+        let log = directory + "/server.log"
+        func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: log))?[.size] as? Int) ?? 0 }
+        let deadline = ContinuousClock.now + .seconds(5)
+        var last = size()
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            let now = size()
+            if now == last { return }
+            last = now
+        }
+    }
+
+    /// How many requests the stand-in got per mode ("500", "garbage", "slow").
+    func standInCounts() throws -> [String: Int] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/standin-counts.json"))
+        guard case .object(let members) = try JSONValue(parsing: data) else { return [:] }
+        return members.compactMapValues { $0.intValue }
+    }
+}
+
+/// A token as the server's database sees it.
+struct TokenRecord: Sendable {
+    var kind: String
+    var revoked: Bool
+    var refreshGrants: Int?
+    var liveInFamily: Int?
+}
+
+struct ServerFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A session folder with its own key file, removed at the end.
+struct SessionFolder {
+    let path: String
+    let keyPath: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "vault-oauth-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        keyPath = path + "/test.key"
+        try VaultKey.generateKeyFile(path: keyPath)
+    }
+
+    func session(leeway: Duration = .zero) throws -> SessionManager {
+        SessionManager(directory: path + "/vault", key: try VaultKey.fromKeyFile(path: keyPath),
+                       configuration: SessionConfiguration(leeway: leeway, lockTimeout: .seconds(60)))
+    }
+
+    func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+extension Credentials {
+    /// The same tokens, expired a minute ago by our clock (the server still takes the access token).
+    var expiredLocally: Credentials {
+        var copy = self
+        copy.expiresAt = Date().addingTimeInterval(-60)
+        return copy
+    }
+}
+
+
+/// Locates an executable built next to the test bundle.
+enum BuiltProducts {
+    static func path(of name: String) throws -> String {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+        candidates.append(Bundle.main.bundleURL)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        for directory in candidates {
+            let candidate = directory.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw ServerFailure("cannot find the built product \(name) near \(candidates.map(\.path))")
+    }
+}

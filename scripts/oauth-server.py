@@ -1,0 +1,378 @@
+"""Configures, starts, stops and inspects a real django-oauth-toolkit server for the tests.
+
+Run through scripts/oauth-server (which provides the venv). Everything lives in one
+folder (DIR): settings, SQLite database, RSA key, client secrets (0600), logs, PIDs, and
+server.json, the facts the tests read. Every wait here is bounded.
+"""
+import json
+import hashlib
+import http.server
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+ACCESS_TTL = int(os.environ.get("VAULT_OAUTH_ACCESS_TTL", "20"))
+
+SETTINGS = """\
+import os
+BASE = os.path.dirname(os.path.abspath(__file__))
+SECRET_KEY = {secret_key!r}
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions", "oauth2_provider"]
+MIDDLEWARE = ["django.contrib.sessions.middleware.SessionMiddleware",
+              "django.contrib.auth.middleware.AuthenticationMiddleware"]
+ROOT_URLCONF = "urls"
+DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE, "db.sqlite3"),
+                          "OPTIONS": {{"timeout": 30, "transaction_mode": "IMMEDIATE"}}}}}}
+# Test speed: client secrets and the user's password are hashed with this (PBKDF2 would cost
+# ~0.5 s of CPU per confidential-client request on a loaded 2-core machine).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Server errors (500) with their traceback go to server.log.
+LOGGING = {{"version": 1, "handlers": {{"stderr": {{"class": "logging.StreamHandler"}}}},
+           "loggers": {{"django.request": {{"handlers": ["stderr"], "level": "ERROR"}}}}}}
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+with open(os.path.join(BASE, "oidc.key")) as f:
+    OIDC_KEY = f.read()
+OAUTH2_PROVIDER = {{
+    "ACCESS_TOKEN_EXPIRE_SECONDS": {access_ttl},
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "DEVICE_FLOW_INTERVAL": 1,
+    "OAUTH_DEVICE_VERIFICATION_URI": "http://127.0.0.1:{port}/o/device/",
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": OIDC_KEY,
+    "PKCE_REQUIRED": False,
+    "SCOPES": {{"openid": "OpenID Connect", "read": "Read", "write": "Write", "introspection": "Introspect"}},
+}}
+"""
+
+URLS = """\
+from django.urls import include, path
+from oauth2_provider import urls as oauth2_urls
+urlpatterns = [
+    path("o/", include("oauth2_provider.urls")),
+    path("", include((oauth2_urls.metadata_urlpatterns, "oauth2_provider_metadata"))),
+]
+"""
+
+MANAGE = """\
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
+from django.core.management import execute_from_command_line
+execute_from_command_line(sys.argv)
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_private(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def django_setup(folder):
+    sys.path.insert(0, folder)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "settings"
+    import django
+    django.setup()
+
+
+def rsa_key_pem():
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+def wait_ready(url, process, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return True
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def start(folder):
+    folder = os.path.abspath(folder)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    python = sys.executable
+    for attempt in range(3):
+        port = free_port()
+        write_private(os.path.join(folder, "oidc.key"), rsa_key_pem())
+        with open(os.path.join(folder, "settings.py"), "w") as f:
+            f.write(SETTINGS.format(secret_key=secrets.token_urlsafe(40), access_ttl=ACCESS_TTL, port=port))
+        with open(os.path.join(folder, "urls.py"), "w") as f:
+            f.write(URLS)
+        with open(os.path.join(folder, "manage.py"), "w") as f:
+            f.write(MANAGE)
+        db = os.path.join(folder, "db.sqlite3")
+        if not os.path.exists(db):
+            subprocess.run([python, "manage.py", "migrate", "-v", "0"], cwd=folder, check=True, timeout=300)
+            facts = populate(folder)
+        else:
+            with open(os.path.join(folder, "server.json")) as f:
+                facts = json.load(f)
+        log = open(os.path.join(folder, "server.log"), "ab")
+        process = subprocess.Popen([python, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+                                   cwd=folder, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        with open(os.path.join(folder, "server.pid"), "w") as f:
+            f.write(str(process.pid))
+        issuer = f"http://127.0.0.1:{port}/o"
+        if wait_ready(issuer + "/.well-known/openid-configuration", process, 60):
+            break
+        stop_pid(os.path.join(folder, "server.pid"))
+    else:
+        sys.exit("oauth-server: the server did not become ready (see %s/server.log)" % folder)
+    standin_port = start_standin(folder)
+    facts.update({
+        "folder": folder, "port": port, "pid": process.pid, "issuer": issuer,
+        "token_endpoint": issuer + "/token/", "revocation_endpoint": issuer + "/revoke_token/",
+        "device_authorization_endpoint": issuer + "/device-authorization/",
+        "standin_port": standin_port, "standin": f"http://127.0.0.1:{standin_port}",
+        "access_token_ttl": ACCESS_TTL,
+    })
+    with open(os.path.join(folder, "server.json"), "w") as f:
+        json.dump(facts, f, indent=1)
+    print(json.dumps(facts))
+
+
+def populate(folder):
+    django_setup(folder)
+    from django.contrib.auth import get_user_model
+    from oauth2_provider.models import Application
+    password = secrets.token_urlsafe(18)
+    write_private(os.path.join(folder, "alice.password"), password)
+    user = get_user_model().objects.create_user("alice", password=password)
+    facts = {"username": "alice", "user_id": str(user.pk), "password_file": os.path.join(folder, "alice.password")}
+    apps = [
+        ("device", "vault-device", Application.CLIENT_PUBLIC, Application.GRANT_DEVICE_CODE),
+        ("confidential", "vault-confidential", Application.CLIENT_CONFIDENTIAL, Application.GRANT_PASSWORD),
+        ("daemon", "vault-daemon", Application.CLIENT_CONFIDENTIAL, Application.GRANT_CLIENT_CREDENTIALS),
+    ]
+    for role, client_id, client_type, grant in apps:
+        secret = secrets.token_urlsafe(30) if client_type == Application.CLIENT_CONFIDENTIAL else ""
+        Application.objects.create(name=role, client_id=client_id, client_secret=secret, user=user,
+                                   client_type=client_type, authorization_grant_type=grant,
+                                   algorithm=Application.RS256_ALGORITHM, redirect_uris="")
+        facts[role + "_client_id"] = client_id
+        if secret:
+            path = os.path.join(folder, role + ".secret")
+            write_private(path, secret)
+            facts[role + "_secret_file"] = path
+    return facts
+
+
+class StandIn(http.server.BaseHTTPRequestHandler):
+    """Not an authorization server: the failures a real one shows only by accident.
+
+    /500/...     500 with Retry-After: 1      /garbage/...  200 with a body that is not JSON
+    /slow/...    answers after 10 s           /html/...     502 with an HTML page
+    /meta/...    a metadata document (issuer /meta) whose endpoints are /500/...
+    /count       how many requests each path got (JSON; also in FOLDER/standin-counts.json)
+    """
+    counts = {}
+    counts_file = "standin-counts.json"
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, content_type="application/json", headers=()):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/count":
+            with StandIn.lock:
+                body = json.dumps(StandIn.counts).encode()
+            return self.reply(200, body)
+        self.do_POST()
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        mode = self.path.strip("/").split("/")[0]
+        if self.path.endswith("/meta"):
+            mode = "meta"   # RFC 8414 form: /.well-known/oauth-authorization-server/meta
+        with StandIn.lock:
+            StandIn.counts[mode] = StandIn.counts.get(mode, 0) + 1
+            # Also in FOLDER/standin-counts.json, for tests that read files more easily than URLs.
+            temporary = StandIn.counts_file + ".tmp"
+            with open(temporary, "w") as f:
+                json.dump(StandIn.counts, f)
+            os.replace(temporary, StandIn.counts_file)
+        if mode == "meta" and "well-known" in self.path:
+            base = "http://127.0.0.1:%d" % self.server.server_address[1]
+            return self.reply(200, json.dumps({"issuer": base + "/meta", "token_endpoint": base + "/500/token",
+                                               "revocation_endpoint": base + "/500/revoke"}).encode())
+        if mode == "500":
+            return self.reply(500, b'{"error":"server_error","error_description":"down\\u001b[31m for maintenance"}',
+                              headers=[("Retry-After", "1")])
+        if mode == "garbage":
+            return self.reply(200, b"\x00\xffthis is not json{{", content_type="text/plain")
+        if mode == "slow":
+            time.sleep(10)
+            return self.reply(200, b"{}")
+        if mode == "html":
+            return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
+        return self.reply(404, b'{"error":"not_found"}')
+
+
+def start_standin(folder):
+    port = free_port()
+    with open(os.path.join(folder, "standin-counts.json"), "w") as f:
+        f.write("{}")
+    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "standin-serve", str(port),
+                                os.path.join(folder, "standin-counts.json")],
+                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "standin.log"), "ab"),
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(os.path.join(folder, "standin.pid"), "w") as f:
+        f.write(str(process.pid))
+    if not wait_ready(f"http://127.0.0.1:{port}/count", process, 20):
+        sys.exit("oauth-server: the stand-in did not start")
+    return port
+
+
+def stop_pid(path):
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        os.unlink(path)
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    else:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os.unlink(path)
+
+
+def stop(folder):
+    stop_pid(os.path.join(folder, "server.pid"))
+    stop_pid(os.path.join(folder, "standin.pid"))
+
+
+def approve(folder, user_code, deny=False):
+    django_setup(folder)
+    from django.contrib.auth import get_user_model
+    from oauth2_provider.models import DeviceGrant
+    user = get_user_model().objects.get(username="alice")
+    status = DeviceGrant.DENIED if deny else DeviceGrant.AUTHORIZED
+    changed = DeviceGrant.objects.filter(user_code=user_code).update(status=status, user=user)
+    print(json.dumps({"approved": changed}))
+    if changed != 1:
+        sys.exit(1)
+
+
+def records(folder):
+    """What the server's database says of the token read from stdin (never argv)."""
+    import sqlite3
+    token = sys.stdin.read().strip()
+    checksum = hashlib.sha256(token.encode()).hexdigest()
+    db = sqlite3.connect(os.path.join(folder, "db.sqlite3"), timeout=30)
+    row = db.execute("SELECT revoked, token_family FROM oauth2_provider_refreshtoken WHERE token_checksum = ?",
+                     (checksum,)).fetchone()
+    if row:
+        revoked, family = row
+        size, live = db.execute("SELECT COUNT(*), SUM(revoked IS NULL) FROM oauth2_provider_refreshtoken "
+                                "WHERE token_family = ?", (family,)).fetchone()
+        # Each refresh grant with rotation adds one row to the family of the first token.
+        result = {"kind": "refresh", "revoked": revoked is not None, "family_size": size,
+                  "refresh_grants": size - 1, "live_in_family": live or 0}
+    elif db.execute("SELECT 1 FROM oauth2_provider_accesstoken WHERE token_checksum = ?", (checksum,)).fetchone():
+        result = {"kind": "access", "revoked": False}
+    else:
+        # Revoked access tokens are deleted: absent means dead (or never issued here).
+        result = {"kind": "unknown", "revoked": True}
+    print(json.dumps(result))
+
+
+def password_grant(folder, scope):
+    """Tokens for alice through the confidential client (so tests need no browser); JSON on stdout."""
+    import base64
+    import urllib.parse
+    with open(os.path.join(folder, "server.json")) as f:
+        facts = json.load(f)
+    with open(facts["confidential_secret_file"]) as f:
+        secret = f.read().strip()
+    with open(facts["password_file"]) as f:
+        password = f.read().strip()
+    body = urllib.parse.urlencode({"grant_type": "password", "username": "alice", "password": password,
+                                   "scope": scope}).encode()
+    request = urllib.request.Request(facts["token_endpoint"], data=body, method="POST")
+    basic = base64.b64encode(f"{facts['confidential_client_id']}:{secret}".encode()).decode()
+    request.add_header("Authorization", "Basic " + basic)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        sys.stdout.write(response.read().decode())
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    command, argument = sys.argv[1], sys.argv[2]
+    if command == "start":
+        start(argument)
+    elif command == "stop":
+        stop(argument)
+    elif command == "approve" and len(sys.argv) >= 4:
+        approve(argument, sys.argv[3], deny=len(sys.argv) > 4 and sys.argv[4] == "--deny")
+    elif command == "password-grant":
+        password_grant(argument, sys.argv[3] if len(sys.argv) > 3 else "read")
+    elif command == "records":
+        records(argument)
+    elif command == "standin-serve":
+        StandIn.counts_file = sys.argv[3]
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", int(argument)), StandIn)
+        server.serve_forever()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

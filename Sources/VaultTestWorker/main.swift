@@ -6,6 +6,8 @@
 // until SECONDS have passed. It prints "begin add NAME" / "begin rm NAME" before those
 // writes and "ok add NAME", "ok get NAME", "ok rm NAME", "ok rotate", "ok passwd" after
 // each commits, so a killed worker's one unfinished write is known (scripts/stress).
+// `signin` prints "begin signin" once its restore is done, just before the sign-in, and
+// "ok signin" once it committed, so a parent can kill it mid-migration.
 // `verify` authenticates every secret, checks that each is "secret-NAME", and prints
 // "entry NAME" per entry, then "ok verify ENTRIES GENERATION".
 //
@@ -121,6 +123,7 @@ func runSessionCommand(_ command: String, directory: String, key: VaultKey, argu
     switch command {
     case "signin":
         _ = await session.restore()
+        acknowledge("begin signin")
         let credentials = Credentials(accessToken: SecureBytes(copying: Array("access-\(argument)".utf8)),
                                       refreshToken: SecureBytes(copying: Array("refresh".utf8)),
                                       expiresAt: Date().addingTimeInterval(3600))

@@ -35,6 +35,20 @@ import VaultCrypto
             return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         }
 
+        /// Waits, polling every millisecond for at most `timeout`, until the worker has printed
+        /// a line starting with `prefix`; false if it exited or the time ran out first.
+        func waitForLine(startingWith prefix: String, timeout: Duration) -> Bool {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: timeout)
+            while clock.now < deadline {
+                if lines.contains(where: { $0.hasPrefix(prefix) }) { return true }
+                guard process.isRunning else { break }
+                usleep(1_000)
+            }
+            // The last lines may have arrived with the exit.
+            return lines.contains { $0.hasPrefix(prefix) }
+        }
+
         func waitAndDrain() -> [String] {
             process.waitUntilExit()
             pipe.fileHandleForReading.readabilityHandler = nil
@@ -86,12 +100,23 @@ import VaultCrypto
         var generator = SystemRandomNumberGenerator()
         for iteration in 0..<iterations {
             let worker = try Worker(["add", directory, keyPath, "i\(iteration)", "100000"])
-            usleep(UInt32.random(in: 5_000...60_000, using: &generator))
+            // The delay counts from the first acknowledged write, not from the spawn: start-up
+            // (slow on a loaded machine or under a sanitizer) must not eat it, so every kill
+            // lands while the worker is writing.
+            let writing = worker.waitForLine(startingWith: "ok ", timeout: .seconds(60))
+            #expect(writing, "iteration \(iteration): the worker acknowledged no write within 60 s")
+            usleep(UInt32.random(in: 0...30_000, using: &generator))
             kill(worker.process.processIdentifier, SIGKILL)
+            let lines = worker.waitAndDrain()
+            #expect(worker.process.terminationReason == .uncaughtSignal && worker.process.terminationStatus == SIGKILL,
+                    "iteration \(iteration): the worker was killed mid-write, not finished or failed")
             kills += 1
-            for line in worker.waitAndDrain() where line.hasPrefix("ok ") {
+            var acknowledgedNow = 0
+            for line in lines where line.hasPrefix("ok ") {
                 acknowledged.insert(String(line.dropFirst(3)))
+                acknowledgedNow += 1
             }
+            #expect(acknowledgedNow > 0, "iteration \(iteration) acknowledged nothing before the kill")
             // After every kill the vault opens and holds every acknowledged write.
             let store = try SecretStore.open(in: directory, key: key, options: .testing())
             let names = Set(try store.list().map(\.name))

@@ -60,6 +60,10 @@ import Testing
     func signalsAreForwardedToTheCommand(signal: Int32, name: String) throws {
         let (sandbox, key) = try Self.vaultWithSecret()
         defer { sandbox.cleanUp() }
+        // The signal goes only once the command is running with its trap set (it writes `ready`
+        // after the trap), which also means vault has its forwarders installed (before the spawn).
+        // A signal that lands between the spawn and vault learning the child's PID is kept and
+        // forwarded then (ChildProcess), so no moment after `ready` can lose it.
         let ready = sandbox.path("ready")
         let script = "trap 'echo got-\(name); exit 42' \(name); : > '\(ready)'; i=0; "
             + "while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 3"

@@ -10,8 +10,10 @@ import Testing
         let secret = "cmdline-canary-7f3a9c"
         let running = try sandbox.start(["add", "canary", "--label", "test"], environment: key)
         // It is blocked reading standard input now; look at what /proc shows of it.
+        // Bounded by time, not by a few polls: on a loaded machine the start can take seconds.
         var cmdline = Data()
-        for _ in 0..<50 {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
             cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(running.pid)/cmdline"))) ?? Data()
             if !cmdline.isEmpty { break }
             usleep(10_000)

@@ -4,16 +4,42 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
+import Synchronization
 import VaultCrypto
 
-// The child that SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to (0: none yet).
-// `nonisolated(unsafe)` is safe: written once on the main thread, before it matters, and
-// only read by the signal handler (an aligned 32-bit load).
-nonisolated(unsafe) private var forwardingTarget: pid_t = 0
+// Where SIGINT, SIGTERM, SIGHUP and SIGQUIT go, as one atomic word so the signal handler and
+// the main thread agree without a lock: a positive value is the child's PID (forward to it);
+// zero or a negative value means no child yet, and `-value` is the bit set (1 << signal) of
+// the signals that arrived meanwhile. Such a signal (it can come between `posix_spawnp` and
+// the publication of the PID, e.g. once the child has started but vault was descheduled) is
+// kept, not dropped: publishing the PID swaps it in and forwards what was kept. Each signal is
+// thus forwarded exactly once, by the handler or by the publisher.
+private let forwardingState = Atomic<Int>(0)
 
-/// Passes a signal on to the child; vault itself keeps running until the child ends.
+/// Passes a signal on to the child, or keeps it for the child not started yet; vault itself
+/// keeps running until the child ends. Only async-signal-safe operations: atomics and kill(2).
 private func forwardSignal(_ signal: Int32) {
-    if forwardingTarget > 0 { _ = kill(forwardingTarget, signal) }
+    var state = forwardingState.load(ordering: .sequentiallyConsistent)
+    while true {
+        if state > 0 {
+            _ = kill(pid_t(truncatingIfNeeded: state), signal)
+            return
+        }
+        let kept = -((-state) | (1 << Int(signal)))
+        let (exchanged, original) = forwardingState.compareExchange(expected: state, desired: kept,
+                                                                    ordering: .sequentiallyConsistent)
+        if exchanged { return }
+        state = original
+    }
+}
+
+/// Makes `pid` the target of forwarded signals and forwards those that arrived before.
+private func publishForwardingTarget(_ pid: pid_t) {
+    let before = forwardingState.exchange(Int(pid), ordering: .sequentiallyConsistent)
+    guard before < 0 else { return }
+    for number in ChildProcess.forwardedSignals where (-before) & (1 << Int(number)) != 0 {
+        _ = kill(pid, number)
+    }
 }
 
 /// Starts a command with extra environment variables and waits for it, for `vault exec`.
@@ -39,6 +65,8 @@ enum ChildProcess {
     static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)]) throws -> pid_t {
         // Install the forwarders and make sure vault receives these signals at all: a parent
         // may have started it with them blocked (the mask is inherited).
+        // Touch the state first: a global is initialised lazily, which a handler must not do.
+        forwardingState.store(0, ordering: .sequentiallyConsistent)
         var forwarded = sigset_t()
         sigemptyset(&forwarded)
         for number in forwardedSignals {
@@ -89,7 +117,7 @@ enum ChildProcess {
         guard status == 0 else {
             throw CommandNotStarted(command: command[0], errno: status)
         }
-        forwardingTarget = pid
+        publishForwardingTarget(pid)
         return pid
     }
 
@@ -99,7 +127,7 @@ enum ChildProcess {
         while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { throw VaultError.io("waiting for the command", path: nil, errno: errno) }
         }
-        forwardingTarget = 0
+        forwardingState.store(0, ordering: .sequentiallyConsistent)
         let low = status & 0x7F
         return low == 0 ? .exited((status >> 8) & 0xFF) : .signalled(low)
     }

@@ -66,18 +66,29 @@ import Testing
 
     // flock locks belong to the open file description: two acquires in one process
     // open the file twice and exclude each other like two processes would.
-    @Test func twoLocksInTheSameProcessExcludeEachOther() async throws {
+    //
+    // The waiter runs on a thread of its own, not in a task: `acquire` blocks its thread while
+    // it polls, and on the cooperative pool (two threads on a two-core machine, shared with the
+    // other tests running in parallel) it could keep the test's own task from running to
+    // release the lock until the waiter's timeout ran out.
+    @Test func twoLocksInTheSameProcessExcludeEachOther() throws {
         let sandbox = try FileSystemSandbox()
         defer { sandbox.remove() }
         let path = sandbox.child("vault.lock")
         let held = try FileLock.acquire(path: path, mode: .exclusive, timeout: .zero)
         expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .exclusive, timeout: .milliseconds(30)) }
-        // A waiter on another thread gets the lock once the holder lets go.
-        let waiter = Task.detached { try FileLock.acquire(path: path, mode: .exclusive, timeout: .seconds(10)) }
-        try await Task.sleep(for: .milliseconds(50))
+        // A waiter on another thread gets the lock once the holder lets go, and not before.
+        let waiter = LockWaiter(path: path, timeout: .seconds(60))
+        #expect(waiter.started.wait(timeout: .now() + 60) == .success, "the waiter thread started")
+        usleep(50_000)
+        #expect(!waiter.finished.isSet, "the waiter is still waiting while the lock is held")
+        let released = ContinuousClock.now
         held.release()
-        let acquired = try await waiter.value
+        #expect(waiter.done.wait(timeout: .now() + 120) == .success, "the waiter returned")
+        let outcome = try #require(waiter.outcome)
+        let acquired = try outcome.lock.get()
         #expect(acquired.isHeld)
+        #expect(outcome.at >= released, "the waiter got the lock only after the release")
         acquired.release()
     }
 
@@ -173,5 +184,41 @@ final class LockHoldingChild: @unchecked Sendable {
         guard process.isRunning else { return }
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+}
+
+/// Acquires a lock on a thread of its own (not the cooperative pool), recording when.
+final class LockWaiter: @unchecked Sendable {
+    // Safe: `result` is written once on the waiter thread before `done` is signalled and read
+    // only after waiting for `done`; `finished` is a flag under its own lock.
+    /// Signalled when the thread runs, just before it starts waiting.
+    let started = DispatchSemaphore(value: 0)
+    /// Signalled when `acquire` has returned or thrown.
+    let done = DispatchSemaphore(value: 0)
+    /// Set when `acquire` has returned or thrown (readable without consuming `done`).
+    let finished = Flag()
+    private var result: (lock: Result<FileLock, any Error>, at: ContinuousClock.Instant)?
+
+    init(path: String, timeout: Duration) {
+        let thread = Thread { [self] in
+            started.signal()
+            let lock = Result { try FileLock.acquire(path: path, mode: .exclusive, timeout: timeout) }
+            result = (lock, ContinuousClock.now)
+            finished.set()
+            done.signal()
+        }
+        thread.start()
+    }
+
+    /// The outcome, once `done` was waited for.
+    var outcome: (lock: Result<FileLock, any Error>, at: ContinuousClock.Instant)? { result }
+
+    /// A boolean set once, read from other threads.
+    final class Flag: @unchecked Sendable {
+        // Safe: `value` is only touched under `lock`.
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.lock(); value = true; lock.unlock() }
+        var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
     }
 }

@@ -59,15 +59,14 @@ import VaultCrypto
             let fixture = try SessionFixture()
             defer { fixture.cleanUp() }
             let anonymousID = try await Self.prepareGuest(fixture, items: 20)
-            let worker = Process()
-            worker.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "VaultTestWorker"))
-            worker.arguments = ["signin", fixture.directory, fixture.keyPath, "u1", "0"]
-            worker.standardOutput = FileHandle.nullDevice
-            worker.standardError = FileHandle.nullDevice
-            try worker.run()
+            let worker = try VaultProcessTests.Worker(["signin", fixture.directory, fixture.keyPath, "u1", "0"])
+            // The delay counts from the start of the sign-in, not from the spawn: start-up and
+            // the restore (slow on a loaded machine or under a sanitizer) must not eat it.
+            let signingIn = worker.waitForLine(startingWith: "begin signin", timeout: .seconds(60))
+            #expect(signingIn, "the worker never started its sign-in")
             usleep(UInt32.random(in: 0...40_000, using: &generator))
-            kill(worker.processIdentifier, SIGKILL)
-            worker.waitUntilExit()
+            kill(worker.process.processIdentifier, SIGKILL)
+            _ = worker.waitAndDrain()
 
             let state = try await fixture.session().restore()
             let store = try fixture.store()

@@ -307,7 +307,7 @@ public final class SecretStore: Sendable {
         let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
         // A file that starts with the header last decoded is that same write (the header holds
         // a fresh random nonce and a MAC): only the header is read, not the whole file.
-        let expected = state.lastDecoded.map { (prefix: Array($0.file.prefix(VaultFileLayout.headerByteCount)), size: $0.file.count) }
+        let expected = state.lastDecoded.map { (prefix: Array($0.file.prefix(VaultFileLayout.longestHeaderByteCount)), size: $0.file.count) }
         let read: SecureFileSystem.PrivateFileRead
         do {
             read = try SecureFileSystem.readPrivateFile(vaultPath, maxBytes: VaultLimits.maximumFileBytes, unlessStartsWith: expected)
@@ -369,6 +369,9 @@ public final class SecretStore: Sendable {
     }
 
     private func write(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey, state: inout State) throws {
+        var image = image
+        // A vault read from v1 gets its rollback-record key with its first v2 write.
+        if image.stateKey == nil { image.stateKey = try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount) }
         let bytes = try VaultFileCodec.encode(image, keys: keys, kek: kek)
         try SecureFileSystem.writeFileAtomically(vaultPath, contents: bytes)
         state.highestGeneration = image.generation
@@ -389,10 +392,12 @@ public final class SecretStore: Sendable {
                                                  policy: options.kdfPolicy, path: vaultPath)
             let vaultID = try SecureRandom.bytes(count: VaultFileLayout.vaultIDByteCount)
             let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: vaultID)
-            let image = VaultImage(minorVersion: VaultFileLayout.minorVersion, vaultID: vaultID,
+            let image = VaultImage(majorVersion: VaultFileLayout.currentMajorVersion, minorVersion: VaultFileLayout.minorVersion,
+                                   vaultID: vaultID,
                                    slot: KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt,
                                                  wrapNonce: [], wrappedDEK: [], wrapTag: []),
-                                   generation: 1, entries: [])
+                                   generation: 1, entries: [],
+                                   stateKey: try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount))
             try write(image, keys: keys, kek: kek, state: &state)
             state.vaultID = vaultID
             state.kekCache[KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt)] = kek

@@ -240,17 +240,24 @@ public final class SecretStore: Sendable {
         }
     }
 
-    /// Rewraps the data key under a new passphrase or key. O(1) in the number of entries.
-    /// - Throws: `.invalidKey`, `.busy`, and the errors of `open`.
+    /// Changes the passphrase or key **and the data key**: a new slot (new salt, new KEK) around a
+    /// new DEK, and every secret re-encrypted under it, in one durable write. So the old key,
+    /// even together with any earlier copy of the file (which holds the old DEK), can neither
+    /// decrypt nor forge anything in the file written from now on. O(n) in the secrets (like
+    /// `rotate`; see docs/BENCHMARKS.md for the cost at 10,000 entries).
+    /// - Throws: `.invalidKey`, `.tampered` if a secret fails to authenticate (nothing is written),
+    ///   `.busy`, and the errors of `open`.
     public func changeKey(to newKey: VaultKey) throws {
         try newKey.validate()
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
             defer { lock.release() }
-            var (image, keys, _) = try load(&state)
+            var (image, oldKeys, _) = try load(&state)
             let fresh = try KeyHierarchy.newSlotParameters(for: newKey, policy: options.kdfPolicy)
             let newKEK = try KeyHierarchy.deriveKEK(key: newKey, kind: fresh.kind, parameters: fresh.parameters, salt: fresh.salt,
                                                     policy: options.kdfPolicy, path: vaultPath)
+            let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
+            try Self.reseal(&image, from: oldKeys, to: keys, path: vaultPath)
             image.slot = KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt, wrapNonce: [], wrappedDEK: [], wrapTag: [])
             image.generation += 1
             try write(image, keys: keys, kek: newKEK, state: &state)

@@ -46,8 +46,15 @@ import VaultCrypto
         name.hasSuffix(".passphrase") ? try Fixtures.passphrase() : try Fixtures.keyFile(name, in: temp)
     }
 
+    /// The standard KDF policy (for the logN 17 files), without rollback memory.
+    static var standardOptions: SecretStore.Options {
+        var options = SecretStore.Options(clock: { created })
+        options.rollbackMemory = .disabled
+        return options
+    }
+
     static func options(standard: Bool) -> SecretStore.Options {
-        standard ? SecretStore.Options(clock: { created }) : .testing(now: created)
+        standard ? Self.standardOptions : .testing(now: created)
     }
 
     @Test(arguments: goldenFiles.map(\.file))

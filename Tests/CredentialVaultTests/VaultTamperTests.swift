@@ -250,7 +250,8 @@ import VaultCrypto
         var options = SecretStore.Options.testing()
         options.minimumGeneration = remembered
         expectVaultError(.rollbackDetected) { try SecretStore.open(in: temp.child("v"), key: key, options: options) }
-        // Without a remembered generation the older copy opens: that limit is documented in docs/SECURITY.md.
+        // With the rollback memory off (`.testing()`) and no remembered generation the older copy opens;
+        // RollbackMemoryTests cover the memory across processes (docs/SECURITY.md, "Rollback").
         #expect(try SecretStore.open(in: temp.child("v"), key: key, options: .testing()).list().map(\.name) == ["old"])
     }
 }

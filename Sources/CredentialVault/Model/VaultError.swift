@@ -63,6 +63,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     package enum Topic: Sendable, Equatable {
         case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
         case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
+        /// An older (or differently keyed) vault than this machine remembers: a restore needs saying so.
+        case rollback
     }
 
     /// Creates an error. Never put secret bytes in any field.

@@ -20,6 +20,12 @@ public final class SecretStore: Sendable {
         public var minimumGeneration: UInt64
         /// Where diagnostics go. Never receives secrets.
         public var logger: Logger
+        /// Where the highest generation seen of each vault is remembered across runs
+        /// (default: `$XDG_STATE_HOME/vault/generations`, else `~/.local/state/vault/generations`).
+        public var rollbackMemory: RollbackMemory
+        /// Accept a vault file older than the remembered generation, or whose KDF parameters differ
+        /// from the remembered ones (a backup restored on purpose); the memory is then reset to it.
+        public var acceptRollback: Bool
         /// The KDF policy. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy
 
@@ -31,6 +37,8 @@ public final class SecretStore: Sendable {
             self.clock = clock
             self.minimumGeneration = minimumGeneration
             self.logger = logger
+            self.rollbackMemory = .standard
+            self.acceptRollback = false
             self.kdfPolicy = .standard
         }
     }
@@ -49,6 +57,7 @@ public final class SecretStore: Sendable {
     public let vaultPath: String
     let lockPath: String
     let options: Options
+    let records: RollbackRecordStore
     private let state: Mutex<State>
 
     struct State: ~Copyable {
@@ -92,6 +101,7 @@ public final class SecretStore: Sendable {
         self.vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
         self.lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
         self.options = options
+        self.records = RollbackRecordStore(directory: options.rollbackMemory.directory(), logger: options.logger)
         self.state = Mutex(State(key: key, highestGeneration: options.minimumGeneration))
     }
 
@@ -310,7 +320,24 @@ public final class SecretStore: Sendable {
     }
 
     /// Reads and decodes the current file, checking rollback and identity.
+    ///
+    /// The file and the rollback record are read one after the other without a lock, so a
+    /// writer that commits in between leaves a record newer than the file just read. A
+    /// record-based rollback error is therefore re-checked against a fresh read of the file
+    /// (at most four more times); a file that really is older fails every time.
     private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
+        var retries = 0
+        while true {
+            do {
+                return try loadOnce(&state)
+            } catch let error as VaultError where error.topic == .rollback && retries < 4 {
+                retries += 1
+                state.lastDecoded = nil
+            }
+        }
+    }
+
+    private func loadOnce(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
         // A file that starts with the header last decoded is that same write (the header holds
         // a fresh random nonce and a MAC): only the header is read, not the whole file.
@@ -331,6 +358,7 @@ public final class SecretStore: Sendable {
             } else {
                 state.lastDecoded = nil
                 (image, keys, kek) = try decode(file, state: &state)
+                try checkRollbackRecord(of: image)
                 state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
             }
         }
@@ -346,6 +374,35 @@ public final class SecretStore: Sendable {
         state.vaultID = image.vaultID
         state.highestGeneration = image.generation
         return (image, keys, kek)
+    }
+
+    /// Checks a freshly decoded file against this machine's record of the vault, and
+    /// remembers the file when it is newer (or accepted on purpose). A v2 record that does not
+    /// authenticate under the file's state key is ignored and replaced; a v1 file (which has no
+    /// state key) is checked against the record unauthenticated, since v1 files are never
+    /// written any more and one that reappears after its vault moved to v2 is a restore.
+    /// - Throws: `.rollbackDetected`.
+    private func checkRollbackRecord(of image: VaultImage) throws {
+        guard records.directory != nil else { return }
+        var trusted = records.read(vaultID: image.vaultID)
+        if let record = trusted, image.majorVersion >= 2, !(image.stateKey.map(record.isAuthentic) ?? false) {
+            options.logger.warning("the rollback record of this vault does not authenticate; it is ignored and replaced")
+            trusted = nil
+        }
+        if let trusted, image.generation < trusted.generation, !options.acceptRollback {
+            throw VaultError(.rollbackDetected,
+                             "the vault file is generation \(image.generation), older than generation \(trusted.generation) "
+                                 + "this machine saw before",
+                             path: vaultPath,
+                             fix: "an older copy was put back over the vault; restore the newest copy, or accept this one "
+                                 + "explicitly if you restored a backup on purpose",
+                             topic: .rollback)
+        }
+        guard let stateKey = image.stateKey else { return }
+        let changed = trusted.map { $0.generation != image.generation || !$0.matches(image.slot) } ?? true
+        if trusted == nil || (trusted.map { image.generation > $0.generation } ?? false) || (options.acceptRollback && changed) {
+            records.write(try RollbackRecord(vaultID: image.vaultID, generation: image.generation, slot: image.slot, stateKey: stateKey))
+        }
     }
 
     /// Decodes `file` with the store's key, using and filling the KEK and data-key caches.
@@ -381,6 +438,9 @@ public final class SecretStore: Sendable {
         if image.stateKey == nil { image.stateKey = try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount) }
         let bytes = try VaultFileCodec.encode(image, keys: keys, kek: kek)
         try SecureFileSystem.writeFileAtomically(vaultPath, contents: bytes)
+        if let stateKey = image.stateKey {
+            records.write(try RollbackRecord(vaultID: image.vaultID, generation: image.generation, slot: image.slot, stateKey: stateKey))
+        }
         state.highestGeneration = image.generation
         state.dataKeysCache = (keys.dek, image.vaultID, keys)
         options.logger.debug("vault written", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])

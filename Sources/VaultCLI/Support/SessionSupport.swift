@@ -17,7 +17,9 @@ extension VaultOptions {
         } else {
             key = nil
         }
-        return SessionManager(directory: directory, key: key, configuration: SessionConfiguration(lockTimeout: lockTimeout))
+        var configuration = SessionConfiguration(lockTimeout: lockTimeout)
+        configuration.acceptRollback = acceptRollback
+        return SessionManager(directory: directory, key: key, configuration: configuration)
     }
 }
 

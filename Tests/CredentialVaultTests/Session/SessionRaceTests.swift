@@ -73,6 +73,7 @@ import VaultCrypto
         let clock = fixture.clock
         var configuration = SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(1))
         configuration.kdfPolicy = .testing
+        configuration.rollbackMemory = .disabled
         let m = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
         try await m.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10))
         let refresh = Task {

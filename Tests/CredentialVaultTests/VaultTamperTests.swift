@@ -98,7 +98,7 @@ import VaultCrypto
             let code = try #require(error?.code, "editing header byte \(offset) went unnoticed")
             switch offset {
             case 8, 10..<12: #expect(code == .unsupportedVersion, "byte \(offset)")
-            case 28..<38: #expect([.corrupt, .wrongKey, .kdfOutsidePolicy].contains(code), "byte \(offset): \(code)")
+            case 28..<38: #expect([.corrupt, .wrongKey, .kdfOutsidePolicy, .suspiciousKDFParameters].contains(code), "byte \(offset): \(code)")
             case 9, 12..<130: #expect(code == .wrongKey, "byte \(offset): \(code)")
             case lengths: #expect(code == .corrupt, "byte \(offset): \(code)")
             default: #expect(code == .tampered, "byte \(offset): \(code)")

@@ -127,7 +127,7 @@ public final class SecretStore: Sendable {
 
     /// Opens the vault in `directory`, checking permissions, the key and every authenticated region but the secrets.
     /// - Throws: `.notFound`, `.wrongKey`, `.invalidKey`, `.corrupt`, `.tampered`, `.unsupportedVersion`,
-    ///   `.kdfOutsidePolicy`, `.insecurePermissions`, `.rollbackDetected`, `.io`.
+    ///   `.kdfOutsidePolicy`, `.suspiciousKDFParameters`, `.insecurePermissions`, `.rollbackDetected`, `.io`.
     public static func open(in directory: String, key: VaultKey, options: Options = Options()) throws -> SecretStore {
         try key.validate()
         let store = SecretStore(directory: directory, key: key, options: options)
@@ -409,6 +409,12 @@ public final class SecretStore: Sendable {
     private func decode(_ file: [UInt8], state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let key = state.key
         let policy = options.kdfPolicy
+        // The cost check needs the vault id (for the remembered parameters) before any KDF work.
+        let header = try VaultFileHeader.parse(file, path: vaultPath)
+        let remembered = records.read(vaultID: header.vaultID).flatMap { record in
+            record.slotKind == KeySlotKind.scrypt.rawValue ? record.scrypt : nil
+        }
+        let acceptChanged = options.acceptRollback
         var kekCache = state.kekCache
         var dataKeysCache = state.dataKeysCache
         let decoded = try VaultFileCodec.decode(
@@ -416,6 +422,10 @@ public final class SecretStore: Sendable {
             kekProvider: { slot in
                 let cacheKey = KEKCacheKey(kind: slot.kind.rawValue, parameters: slot.scrypt, salt: slot.salt)
                 if let cached = kekCache[cacheKey] { return cached }
+                if slot.kind == .scrypt, key.slotKind == .scrypt, !acceptChanged {
+                    try policy.check(slot.scrypt, path: vaultPath)
+                    try policy.checkCost(slot.scrypt, remembered: remembered, path: vaultPath)
+                }
                 let kek = try KeyHierarchy.deriveKEK(key: key, kind: slot.kind, parameters: slot.scrypt, salt: slot.salt,
                                                      policy: policy, path: vaultPath)
                 kekCache[cacheKey] = kek

@@ -155,7 +155,7 @@ enum FuzzEntryPoints {
     // MARK: - vault-file
 
     /// Codes `VaultFileCodec.decode` documents; anything else escaping is a finding.
-    private static let vaultFileCodes: Set<VaultError.Code> = [.corrupt, .unsupportedVersion, .kdfOutsidePolicy, .wrongKey, .tampered]
+    private static let vaultFileCodes: Set<VaultError.Code> = [.corrupt, .unsupportedVersion, .kdfOutsidePolicy, .suspiciousKDFParameters, .wrongKey, .tampered]
 
     /// The first byte picks how far the input gets past the integrity checks (the rest is a file):
     /// 0 as is; 1 header checksum recomputed; 2 data key re-wrapped under the fixture key and

@@ -14,8 +14,9 @@ import VaultCrypto
         let passphrase = VaultKey.passphrase(secret("correct horse"))
         func manager() -> SessionManager {
             // standard KDF policy: opening takes one real scrypt (~0.7 s)
-            SessionManager(directory: fixture.directory, key: passphrase,
-                           configuration: SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(10)))
+            var configuration = SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(10))
+            configuration.rollbackMemory = .disabled
+            return SessionManager(directory: fixture.directory, key: passphrase, configuration: configuration)
         }
         let a = manager()
         try await a.saveItem(NewEntry(name: "cart", secret: secret("c")))   // creates vault, A's store open

@@ -23,12 +23,15 @@ struct RollbackRecordStore: Sendable {
         }
     }
 
-    /// Writes `record`. A failure is logged, not thrown: the vault itself was already written.
+    /// Writes `record` atomically but without fsync: a record lost to a power cut only makes
+    /// the memory older (less protection, never a refused vault), and an fsync per vault
+    /// write would double the cost of every write. A failure is logged, not thrown: the
+    /// vault itself was already written.
     func write(_ record: RollbackRecord) {
         guard let directory, let path = path(vaultID: record.vaultID) else { return }
         do {
             try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
-            try SecureFileSystem.writeFileAtomically(path, contents: record.encoded())
+            try SecureFileSystem.writeFileAtomically(path, contents: record.encoded(), durable: false)
         } catch {
             logger.warning("could not remember the vault generation", metadata: ["path": "\(path)", "error": "\(error)"])
         }

@@ -14,6 +14,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // `swift package generate-documentation` (DocC); a plugin, linked into nothing.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -54,6 +56,19 @@ let package = Package(
             name: "VaultBench",
             dependencies: ["CredentialVault", "VaultCrypto"]
         ),
+        // The five flows of docs/SESSIONS.md and the DocC articles, as small programs the
+        // tests build and run (ExamplesTests), so the documentation cannot drift from the API.
+        .target(name: "ExampleSupport", dependencies: ["CredentialVault"], path: "Examples/ExampleSupport"),
+        .executableTarget(name: "AnonymousModeExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/AnonymousMode"),
+        .executableTarget(name: "GuestSignInExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/GuestSignIn"),
+        .executableTarget(name: "GuestPurchasesExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/GuestPurchases"),
+        .executableTarget(name: "LaunchLoaderExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/LaunchLoader"),
+        .executableTarget(name: "OnboardingExample", dependencies: ["CredentialVault", "ExampleSupport"],
+                          path: "Examples/Onboarding"),
         .testTarget(
             name: "VaultCryptoTests",
             dependencies: ["VaultCrypto"],
@@ -61,7 +76,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultTests",
-            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker", "AnonymousModeExample", "GuestSignInExample",
+                           "GuestPurchasesExample", "LaunchLoaderExample", "OnboardingExample"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -49,10 +49,12 @@ struct VaultCommand: AsyncParsableCommand {
     }
 
     /// Before anything else: no core dumps and no ptrace by other processes (secrets will be in
-    /// memory), and `EPIPE` as an error instead of a silent death by `SIGPIPE`, so that
-    /// `vault get NAME | head -c0` reports the failed write.
+    /// memory), passphrases taken out of the environment (`PassphraseEnvironment`), and `EPIPE`
+    /// as an error instead of a silent death by `SIGPIPE`, so that `vault get NAME | head -c0`
+    /// reports the failed write.
     private static func prepareProcess() {
         ProcessHardening.disableCoreDumps()
+        PassphraseEnvironment.capture()
         _ = signal(SIGPIPE, SIG_IGN)
     }
 }

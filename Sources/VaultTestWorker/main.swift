@@ -16,6 +16,12 @@
 //   VaultTestWorker verify DIR KEY_FILE - 0
 //   VaultTestWorker signin DIR KEY_FILE USER_ID 0
 //   VaultTestWorker refresh DIR KEY_FILE COUNTER_FILE DELAY_MS
+//   VaultTestWorker pool-ticks DIR - - UNLOCKS
+//
+// `pool-ticks` creates a passphrase vault at the standard scrypt cost, opens it from UNLOCKS
+// sessions at once while a task ticks every 5 ms, and prints "ticks N of M" (M: the ticks
+// that fit in the time taken). In a process of its own, so the test runner's other tests do
+// not share the cooperative pool being measured.
 import CredentialVault
 import Foundation
 import VaultCrypto
@@ -41,6 +47,10 @@ guard let number = Int(arguments[5]) else { fail("N must be a number") }
 do {
     if command == "create" {
         _ = try SecretStore.create(in: directory, key: VaultKey.fromKeyFile(path: keyFile))
+        exit(0)
+    }
+    if command == "pool-ticks" {
+        try await measurePoolTicks(directory: directory, unlocks: number)
         exit(0)
     }
     if command == "signin" || command == "refresh" {
@@ -132,4 +142,37 @@ func runSessionCommand(_ command: String, directory: String, key: VaultKey, argu
         }
         acknowledge("ok \(credentials.expiresAt.map { "\($0.timeIntervalSince1970)" } ?? "none")")
     }
+}
+
+/// Counts how often a 5 ms ticker runs while `unlocks` sessions unlock a passphrase vault at once.
+func measurePoolTicks(directory: String, unlocks: Int) async throws {
+    let passphrase = VaultKey.passphrase(SecureBytes(copying: Array("correct horse battery staple".utf8)))
+    _ = try SecretStore.create(in: directory, key: passphrase)
+    let ticks = TickCounter()
+    let ticker = Task {
+        while !Task.isCancelled {
+            ticks.increment()
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+    let started = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<unlocks {
+            group.addTask { _ = try await SessionManager(directory: directory, key: passphrase).items() }
+        }
+        try await group.waitForAll()
+    }
+    let elapsed = ContinuousClock.now - started
+    ticker.cancel()
+    let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    acknowledge("ticks \(ticks.value) of \(Int(milliseconds / 5))")
+}
+
+/// A counter the ticker task and the main task share.
+final class TickCounter: @unchecked Sendable {
+    // Safe: `count` is only touched under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }

@@ -140,3 +140,24 @@ struct JSONValueTests {
         #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 1e12)) == nil)
     }
 }
+
+/// Integers above 2^53 in JSON output are written exactly (`.integer`).
+@Suite struct ExactIntegerJSONTests {
+    @Test func largeIntegersAreWrittenDigitForDigit() throws {
+        let values: [(JSONValue, String)] = [
+            (.integer(Int128(UInt64.max)), "18446744073709551615"),
+            (.integer(9_007_199_254_740_993), "9007199254740993"),
+            (.integer(-9_007_199_254_740_993), "-9007199254740993"),
+            (.integer(0), "0"),
+        ]
+        for (value, text) in values {
+            #expect(String(decoding: try value.serialized(), as: UTF8.self) == text)
+            let encoded = try JSONEncoder().encode(value)
+            #expect(String(decoding: encoded, as: UTF8.self) == text)
+        }
+        // A Double cannot: this is why the case exists.
+        #expect(String(decoding: try JSONValue.number(9_007_199_254_740_993).serialized(), as: UTF8.self) != "9007199254740993")
+        #expect(JSONValue.integer(42).intValue == 42)
+        #expect(JSONValue.integer(42).doubleValue == 42)
+    }
+}

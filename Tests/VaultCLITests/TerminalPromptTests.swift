@@ -12,7 +12,7 @@ struct TerminalPromptTests {
         #expect(mismatch.status == 64)
         #expect(mismatch.output.contains("differ"))
         #expect(!FileManager.default.fileExists(atPath: sandbox.vaultFile))
-        let created = try TerminalDriver.run(["init"], answers: ["typed-pass\r", "typed-pass\r"], in: sandbox)
+        let created = try TerminalDriver.run(["init"], answers: ["typed-passphrase\r", "typed-passphrase\r"], in: sandbox)
         #expect(created.status == 0, "\(created.output)")
         #expect(created.output.contains("Repeat"))
         #expect(!created.output.contains("typed-pass"), "echo is off")
@@ -21,7 +21,7 @@ struct TerminalPromptTests {
     @Test func addFromATerminalHidesTheSecretAndDropsTheNewline() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.cleanUp() }
-        let passphrase = ["VAULT_PASSPHRASE": "env-pass"]
+        let passphrase = ["VAULT_PASSPHRASE": "env-passphrase"]
         #expect(try sandbox.run(["init"], environment: passphrase).status == 0)
         // Backspace edits: "tty-secrex" + DEL + "t" is "tty-secret".
         let added = try TerminalDriver.run(["add", "typed"], answers: ["tty-secrex\u{7F}t\r"], in: sandbox, environment: passphrase)

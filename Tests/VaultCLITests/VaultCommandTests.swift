@@ -157,13 +157,13 @@ import Testing
     @Test func passphraseFileOpensTheVaultAndIgnoresOneTrailingNewline() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.cleanUp() }
-        let file = sandbox.privateFile("pass", "open sesame\n")
+        let file = sandbox.privateFile("pass", "open sesame now\n")
         #expect(try sandbox.run(["init", "--passphrase-file", file]).status == 0)
         #expect(try sandbox.run(["add", "a", "--passphrase-file", file], stdin: Data(text: "v"), environment: [:]).status == 0)
         // The same passphrase from the environment, without the newline, opens it too.
-        let list = try sandbox.run(["list", "--json"], environment: ["VAULT_PASSPHRASE": "open sesame"])
+        let list = try sandbox.run(["list", "--json"], environment: ["VAULT_PASSPHRASE": "open sesame now"])
         #expect(list.status == 0)
-        let loose = sandbox.privateFile("loose", "open sesame")
+        let loose = sandbox.privateFile("loose", "open sesame now")
         #expect(chmod(loose, 0o644) == 0)
         #expect(try sandbox.run(["list", "--passphrase-file", loose]).status == 77)
     }

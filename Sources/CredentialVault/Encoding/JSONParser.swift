@@ -313,7 +313,7 @@ struct JSONParser {
 
     /// Keys are not secret, but a pathological one should not flood a message.
     private static func abbreviated(_ key: String) -> String {
-        key.count <= 40 ? key : String(key.prefix(40)) + "…"
+        TerminalText.escaped(key.count <= 40 ? key : String(key.prefix(40)) + "…")
     }
 
     private func failure(_ reason: String, at offset: Int? = nil) -> JSONSyntaxError {

@@ -3,8 +3,10 @@ import Foundation
 /// Any JSON value, for data whose shape the vault does not own: settings, unknown keys
 /// kept on rewrite, JWT headers and claims.
 ///
-/// Numbers are `Double`s: integers up to 2^53 survive exactly and are written back without
-/// a fraction or exponent (`1700000000`, not `1.7e9`); larger integers keep about 16 digits.
+/// Numbers read are `Double`s: integers up to 2^53 survive exactly and are written back
+/// without a fraction or exponent (`1700000000`, not `1.7e9`); larger integers keep about 16
+/// digits. Counters the vault writes itself (generations, counts) use `.integer`, which is
+/// written exactly whatever its size.
 public enum JSONValue: Sendable, Hashable {
     /// `null`.
     case null
@@ -12,6 +14,10 @@ public enum JSONValue: Sendable, Hashable {
     case bool(Bool)
     /// A finite number.
     case number(Double)
+    /// An integer written exactly, digit for digit (`18446744073709551615` stays that).
+    /// Only built by code; parsing gives `.number`. `.integer(5)` and `.number(5)` are
+    /// written the same but are not equal values.
+    case integer(Int128)
     /// A string.
     case string(String)
     /// An array.
@@ -65,12 +71,14 @@ extension JSONValue {
     /// The number, or nil when this is not a number.
     public var doubleValue: Double? {
         if case .number(let value) = self { return value }
+        if case .integer(let value) = self { return Double(value) }
         return nil
     }
 
     /// The number when it is a whole number that fits `Int`, else nil (`1.5` and `"1"` give nil).
     public var intValue: Int? {
         if case .number(let value) = self { return Int(exactly: value) }
+        if case .integer(let value) = self { return Int(exactly: value) }
         return nil
     }
 
@@ -108,7 +116,7 @@ extension JSONValue {
         switch self {
         case .null: "null"
         case .bool: "a Boolean"
-        case .number: "a number"
+        case .number, .integer: "a number"
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
@@ -151,6 +159,14 @@ extension JSONValue: Codable {
                 try container.encode(integer)
             } else {
                 try container.encode(value)
+            }
+        case .integer(let value):
+            if let signed = Int64(exactly: value) {
+                try container.encode(signed)
+            } else if let unsigned = UInt64(exactly: value) {
+                try container.encode(unsigned)
+            } else {
+                try container.encode(String(value))
             }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

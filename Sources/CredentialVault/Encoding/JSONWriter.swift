@@ -26,6 +26,7 @@ package struct JSONWriter {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
         case .number(let number): try writeNumber(number)
+        case .integer(let integer): append(String(integer))
         case .string(let string): writeString(string)
         case .array(let elements):
             guard !elements.isEmpty else { return append("[]") }
@@ -75,13 +76,26 @@ package struct JSONWriter {
     package static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them in one go.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        // Bytes >= 0x80 take the slow path only when the string holds a character a terminal
+        // could act on (C1, bidi, format): those are written as \uXXXX, so JSON shown on a
+        // terminal is as safe as the human output.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }),
+           !string.utf8.contains(where: { $0 >= 0x80 }) || !string.unicodeScalars.contains(where: TerminalText.needsEscaping) {
             bytes.append(contentsOf: string.utf8)
             bytes.append(UInt8(ascii: "\""))
             return
         }
         func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
-        for byte in string.utf8 {
+        for scalar in string.unicodeScalars {
+            guard scalar.value < 0x80 else {
+                if TerminalText.needsEscaping(scalar) {
+                    appendUnicodeEscape(scalar, to: &bytes)
+                } else {
+                    bytes.append(contentsOf: String(scalar).utf8)
+                }
+                continue
+            }
+            let byte = UInt8(scalar.value)
             switch byte {
             case UInt8(ascii: "\""): append("\\\"")
             case UInt8(ascii: "\\"): append("\\\\")
@@ -90,7 +104,7 @@ package struct JSONWriter {
             case 0x09: append("\\t")
             case 0x08: append("\\b")
             case 0x0C: append("\\f")
-            case 0..<0x20:
+            case 0..<0x20, 0x7F:
                 append("\\u00")
                 bytes.append(Self.hexDigit(byte >> 4))
                 bytes.append(Self.hexDigit(byte & 0x0F))
@@ -99,6 +113,16 @@ package struct JSONWriter {
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `\uXXXX` (a surrogate pair above U+FFFF) for `scalar`.
+    private static func appendUnicodeEscape(_ scalar: Unicode.Scalar, to bytes: inout [UInt8]) {
+        for unit in String(scalar).utf16 {
+            bytes.append(contentsOf: "\\u".utf8)
+            for shift in stride(from: 12, through: 0, by: -4) {
+                bytes.append(hexDigit(UInt8((unit >> UInt16(shift)) & 0x0F)))
+            }
+        }
     }
 
     private mutating func newline(indent: Int) {

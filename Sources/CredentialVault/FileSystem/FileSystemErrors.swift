@@ -45,6 +45,12 @@ extension VaultError {
                    fix: "remove the other links (find them with 'find / -xdev -samefile \(shellQuoted(path))')")
     }
 
+    /// A directory above the vault directory lets another user swap what it contains.
+    static func untrustedAncestor(_ path: String, reason: String, fix: String) -> VaultError {
+        VaultError(.insecurePermissions, "refusing the vault because a directory above it is unsafe: \(reason)",
+                   path: path, fix: fix)
+    }
+
     /// `path` is larger than the caller allows.
     static func fileTooLarge(_ path: String, limit: Int) -> VaultError {
         VaultError(.corrupt, "file larger than \(limit) bytes", path: path,
@@ -73,7 +79,7 @@ extension VaultError {
     }
 
     /// "0640".
-    private static func octal(_ mode: mode_t) -> String {
+    static func octal(_ mode: mode_t) -> String {
         let digits = String(mode, radix: 8)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }

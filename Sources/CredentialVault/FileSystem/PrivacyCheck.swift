@@ -50,6 +50,28 @@ enum PrivacyCheck {
         guard status.st_uid == geteuid() else { throw .wrongOwner(path, owner: status.st_uid) }
     }
 
+    /// `S_ISVTX`: in a sticky directory only an entry's owner can rename or remove it.
+    static let sticky: mode_t = 0o1000
+    /// Group and other write bits.
+    static let groupOrOtherWrite: mode_t = 0o022
+
+    /// Requires a directory above the vault directory that no other user can rearrange:
+    /// owned by root or the effective user, and not writable by group or others unless the
+    /// sticky bit is set (OpenSSH's StrictModes, with `/tmp`-style sticky folders allowed).
+    /// - Throws: `VaultError` `.insecurePermissions`.
+    static func requireTrustedAncestor(_ status: stat, path: String) throws(VaultError) {
+        guard status.st_uid == 0 || status.st_uid == geteuid() else {
+            throw .untrustedAncestor(path, reason: "it is owned by uid \(status.st_uid), not by root or uid \(geteuid())",
+                                     fix: "keep the vault under a directory that root or you own")
+        }
+        guard status.st_mode & groupOrOtherWrite == 0 || status.st_mode & sticky != 0 else {
+            throw .untrustedAncestor(path, reason: "group or others can write to it and it has no sticky bit "
+                                     + "(mode \(VaultError.octal(status.st_mode & 0o7777)))",
+                                     fix: "run 'chmod go-w \(VaultError.shellQuoted(path))' (or 'chmod +t' for a shared "
+                                     + "folder), or keep the vault somewhere else")
+        }
+    }
+
     /// Owner is the effective user and no group/other bits are set.
     private static func requireOwnedAndPrivate(_ status: stat, path: String, isDirectory: Bool) throws(VaultError) {
         guard status.st_uid == geteuid() else { throw .wrongOwner(path, owner: status.st_uid) }

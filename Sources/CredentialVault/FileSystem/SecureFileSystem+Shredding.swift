@@ -7,18 +7,39 @@ import Darwin
 extension SecureFileSystem {
     /// Overwrites a small file with zeros (same length), fsyncs it, then removes it durably.
     ///
-    /// Used to crypto-shred key material. It only helps on file systems that rewrite in
-    /// place (ext4, xfs, tmpfs); copy-on-write file systems (btrfs, zfs) and SSD wear
-    /// levelling may keep the old blocks, which is why the vault encrypts what it stores.
-    /// - Parameter path: a regular file owned by the effective user; a symlink is refused.
+    /// Used for the vault file (`wipe`) and key files (`wipe --destroy-key-file`). The
+    /// overwrite reaches the blocks the file holds now, and only on file systems that rewrite
+    /// in place (ext4, xfs, tmpfs). Earlier versions of the file live in blocks it no longer
+    /// holds (every atomic replace writes a new file), and copy-on-write file systems (btrfs,
+    /// zfs), journals, snapshots and SSD wear levelling keep old blocks too: none of those
+    /// is erased. Destroying the key file is what makes such leftovers undecryptable.
+    /// - Parameter path: a private file (the checks of `readPrivateFile`): a symlink, a file
+    ///   with another hard link (zeroing it would destroy the other name's contents), another
+    ///   owner or group/other access is refused before anything is written.
     /// - Throws: `VaultError` `.notFound`, `.insecurePermissions` (symlink, not a regular
-    ///   file, other owner), `.io`.
+    ///   file, other owner, hard links, group/other access), `.io`.
     static func overwriteAndRemove(_ path: String) throws {
         let parts = try SplitPath(path)
         let directory = try openParentDirectory(of: parts, path: path)
+        try overwriteAndRemove(parts.name, in: directory, path: path, requiredSize: nil)
+    }
+
+    /// `overwriteAndRemove` for a key file: its folder is opened by descriptor and must be
+    /// safe (`openTrustedDirectory`: no symlink swapped in, no folder on the way writable by
+    /// others without the sticky bit), and the file must be exactly `size` bytes, so that a
+    /// mistyped path cannot zero an unrelated file.
+    /// - Throws: `VaultError` `.notFound`, `.insecurePermissions`, `.invalidKey` for the wrong size, `.io`.
+    static func overwriteAndRemoveKeyFile(_ path: String, size: Int) throws {
+        let parts = try SplitPath(path)
+        let directory = try openTrustedDirectory(parts.directory)
+        try overwriteAndRemove(parts.name, in: directory, path: path, requiredSize: size)
+    }
+
+    private static func overwriteAndRemove(_ name: String, in directory: borrowing OwnedDescriptor, path: String,
+                                           requiredSize: Int?) throws {
         let file: OwnedDescriptor
         do {
-            file = OwnedDescriptor(try Syscall.openFile(parts.name, in: directory.raw,
+            file = OwnedDescriptor(try Syscall.openFile(name, in: directory.raw,
                                                         O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
         } catch {
             switch error.code {
@@ -33,10 +54,14 @@ extension SecureFileSystem {
         } catch {
             throw error.vaultError("checking the file", path: path)
         }
-        try PrivacyCheck.requireOwnedRegularFile(status, path: path)
+        try PrivacyCheck.requirePrivateFile(status, path: path)
+        if let requiredSize, Int(status.st_size) != requiredSize {
+            throw VaultError(.invalidKey, "refusing to destroy the file: a key file holds exactly \(requiredSize) bytes, this one \(status.st_size)",
+                             path: path, fix: "check the path; nothing was changed")
+        }
         try overwriteWithZeros(file, count: Int(status.st_size), path: path)
         do {
-            try Syscall.unlinkEntry(parts.name, in: directory.raw)
+            try Syscall.unlinkEntry(name, in: directory.raw)
         } catch {
             throw error.vaultError("removing the overwritten file", path: path)
         }

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// Everything the stores need from the file system, done safely: private directories,
-/// checked reads, durable atomic replaces, removal and crypto-shredding.
+/// checked reads, durable atomic replaces, removal and overwrite-then-remove.
 ///
 /// All system calls go through `Syscall`; every failure becomes a `VaultError` that names
 /// the path. The operations are synchronous and thread-safe (they share no state), but

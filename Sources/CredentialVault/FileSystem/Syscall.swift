@@ -54,14 +54,21 @@ enum Syscall {
         _ = try retryingOnInterrupt("fchmod") { fchmod(descriptor, mode) }
     }
 
-    /// Sets the permission bits of `path`, ignoring the umask. The C function is `chmod(2)`.
-    static func setMode(of path: String, _ mode: mode_t) throws(SyscallError) {
-        _ = try retryingOnInterrupt("chmod") { chmod(path, mode) }
+    /// Creates the directory `name` in the open directory `directory`. The C function is `mkdirat(2)`.
+    ///
+    /// There is deliberately no path-based `mkdir`/`chmod`: a directory is created relative to
+    /// an open parent, then opened with `O_NOFOLLOW` and fixed up with `fchmod`, so a symlink
+    /// swapped in between cannot redirect the mode change.
+    static func makeDirectory(_ name: String, in directory: Int32, mode: mode_t) throws(SyscallError) {
+        _ = try retryingOnInterrupt("mkdirat") { mkdirat(directory, name, mode) }
     }
 
-    /// Creates a directory. The C function is `mkdir(2)`.
-    static func makeDirectory(_ path: String, mode: mode_t) throws(SyscallError) {
-        _ = try retryingOnInterrupt("mkdir") { mkdir(path, mode) }
+    /// The absolute path of an existing `path` with every symlink, "." and ".." resolved.
+    /// The C function is `realpath(3)`.
+    static func canonicalPath(_ path: String) throws(SyscallError) -> String {
+        guard let resolved = realpath(path, nil) else { throw SyscallError(call: "realpath", code: errno) }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// Writes all of `bytes`, continuing after partial writes. The C functions are

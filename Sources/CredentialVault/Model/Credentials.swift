@@ -24,16 +24,20 @@ public struct Credentials: Sendable, CustomStringConvertible, CustomDebugStringC
     /// a server rejects it: the session loader reports these credentials as signed in, and
     /// `validCredentials(minTTL:)` returns them as they are, without refreshing.
     public var expiresAt: Date?
+    /// When the access token was received, if known. With `expiresAt` it gives the token's
+    /// lifetime, which caps the session's leeway at half of it (`SessionConfiguration.leeway`).
+    public var issuedAt: Date?
 
     /// Creates credentials.
     public init(accessToken: SecureBytes, refreshToken: SecureBytes? = nil, idToken: SecureBytes? = nil,
-                tokenType: String = "Bearer", scopes: [String] = [], expiresAt: Date? = nil) {
+                tokenType: String = "Bearer", scopes: [String] = [], expiresAt: Date? = nil, issuedAt: Date? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.tokenType = tokenType
         self.scopes = scopes
         self.expiresAt = expiresAt
+        self.issuedAt = issuedAt
     }
 
     /// "Credentials(Bearer, expires 2026-01-31T08:15:00.000Z, refresh token: yes, id token: no,

@@ -30,6 +30,9 @@ public struct Profile: Sendable, Equatable {
     public var settings: [String: JSONValue]
     /// A sign-in that started (its journal written) but has not finished.
     public var pendingSignIn: PendingSignIn?
+    /// What this install remembers of users who signed out, by user id: whether they
+    /// finished onboarding and whether their local items were kept for their return.
+    public var returningUsers: [String: ReturningUser] = [:]
     /// Unknown top-level keys, written back unchanged. Keys the profile itself uses are
     /// ignored here.
     public var extra: [String: JSONValue]
@@ -144,7 +147,8 @@ extension Profile {
         static let user = "user"
         static let settings = "settings"
         static let pendingSignIn = "pendingSignIn"
-        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn]
+        static let returningUsers = "returningUsers"
+        static let all: Set<String> = [schemaVersion, anonymousID, user, settings, pendingSignIn, returningUsers]
     }
 
     /// The "schemaVersion" member: a whole number of at least 1.
@@ -173,6 +177,11 @@ extension Profile {
         if let pending = try document.optionalObject(Key.pendingSignIn) {
             pendingSignIn = try PendingSignIn(json: pending)
         }
+        if let returning = try document.optionalObject(Key.returningUsers) {
+            for id in returning.members.keys.sorted() {
+                returningUsers[id] = try ReturningUser(json: returning.object(id))
+            }
+        }
         extra = document.unknownMembers(known: Key.all)
     }
 
@@ -192,6 +201,34 @@ extension Profile {
         if let pendingSignIn {
             members[Key.pendingSignIn] = .object(try pendingSignIn.jsonMembers(path: Key.pendingSignIn))
         }
+        if !returningUsers.isEmpty {
+            members[Key.returningUsers] = .object(returningUsers.mapValues { .object($0.jsonMembers) })
+        }
         return .object(members)
+    }
+}
+
+/// What an install remembers of a user after sign-out (never a credential).
+///
+/// JSON: `{"onboardingComplete": true, "localDataKept": false}` under `returningUsers.<user id>`.
+public struct ReturningUser: Sendable, Equatable {
+    /// The user finished onboarding; a later sign-in of the same user skips it.
+    public var onboardingComplete: Bool
+    /// The user's local items stayed on the device at sign-out (`LocalDataPolicy.keep`).
+    public var localDataKept: Bool
+
+    /// Creates a record.
+    public init(onboardingComplete: Bool = false, localDataKept: Bool = false) {
+        self.onboardingComplete = onboardingComplete
+        self.localDataKept = localDataKept
+    }
+
+    init(json: JSONObjectReader) throws(JSONShapeError) {
+        self.init(onboardingComplete: try json.optionalBool("onboardingComplete") ?? false,
+                  localDataKept: try json.optionalBool("localDataKept") ?? false)
+    }
+
+    var jsonMembers: [String: JSONValue] {
+        ["onboardingComplete": .bool(onboardingComplete), "localDataKept": .bool(localDataKept)]
     }
 }

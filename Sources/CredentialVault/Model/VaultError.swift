@@ -48,6 +48,10 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let sessionExpired = Code(rawValue: "sessionExpired")
         /// A sign-in met an item conflict that the merge policy said to fail on.
         public static let mergeConflict = Code(rawValue: "mergeConflict")
+        /// The minimum time to live asked for is longer than a freshly issued access token lives.
+        public static let minTTLTooLarge = Code(rawValue: "minTTLTooLarge")
+        /// The app declined or cancelled the sign-in that `requireSignIn` was waiting for.
+        public static let signInCancelled = Code(rawValue: "signInCancelled")
     }
 
     /// What went wrong.
@@ -64,6 +68,7 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Situations a front end may want to give its own hint for.
     package enum Topic: Sendable, Equatable {
+        case weakPassphrase
         case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
         case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
         /// An older (or differently keyed) vault than this machine remembers: a restore needs saying so.
@@ -96,9 +101,9 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension VaultError {
-    /// An entry of that name does not exist.
+    /// An entry of that name does not exist. The name is quoted escaped (`TerminalText`).
     public static func entryNotFound(_ name: String) -> VaultError {
-        VaultError(.notFound, "no entry named '\(name)'", fix: "list the entries to see their names", topic: .entryNotFound)
+        VaultError(.notFound, "no entry named '\(TerminalText.escaped(name))'", fix: "list the entries to see their names", topic: .entryNotFound)
     }
 
     /// No vault at that location.
@@ -107,9 +112,9 @@ extension VaultError {
                    topic: .vaultNotFound)
     }
 
-    /// An entry of that name exists already.
+    /// An entry of that name exists already. The name is quoted escaped (`TerminalText`).
     public static func entryExists(_ name: String) -> VaultError {
-        VaultError(.alreadyExists, "an entry named '\(name)' already exists", fix: "replace it explicitly, or choose another name",
+        VaultError(.alreadyExists, "an entry named '\(TerminalText.escaped(name))' already exists", fix: "replace it explicitly, or choose another name",
                    topic: .entryExists)
     }
 

@@ -6,6 +6,8 @@ enum CredentialRecords {
     private struct TokenInfo: Codable {
         var tokenType: String
         var scopes: [String]
+        /// Milliseconds since 1970; absent in records written before it existed.
+        var issuedAtMilliseconds: Int64?
     }
 
     /// Stores the credentials, replacing the previous ones. A missing refresh or id
@@ -17,7 +19,8 @@ enum CredentialRecords {
                             owner: owner, in: &transaction)
         try replaceOptional(credentials.idToken, name: SessionNamespaces.Reserved.idToken, kind: .idToken,
                             owner: owner, in: &transaction)
-        let info = try JSONEncoder().encode(TokenInfo(tokenType: credentials.tokenType, scopes: credentials.scopes))
+        let info = try JSONEncoder().encode(TokenInfo(tokenType: credentials.tokenType, scopes: credentials.scopes,
+                                                              issuedAtMilliseconds: credentials.issuedAt?.millisecondsSince1970))
         try transaction.put(NewEntry(name: SessionNamespaces.Reserved.tokenInfo, owner: owner, secret: SecureBytes(copying: info),
                                      kind: .generic, transferable: false), replace: true)
     }
@@ -30,13 +33,14 @@ enum CredentialRecords {
             ? try transaction.secret(named: SessionNamespaces.Reserved.refreshToken, owner: owner) : nil
         let id = transaction.metadata(named: SessionNamespaces.Reserved.idToken, owner: owner) != nil
             ? try transaction.secret(named: SessionNamespaces.Reserved.idToken, owner: owner) : nil
-        var info = TokenInfo(tokenType: "Bearer", scopes: [])
+        var info = TokenInfo(tokenType: "Bearer", scopes: [], issuedAtMilliseconds: nil)
         if transaction.metadata(named: SessionNamespaces.Reserved.tokenInfo, owner: owner) != nil {
             let bytes = try transaction.secret(named: SessionNamespaces.Reserved.tokenInfo, owner: owner)
             info = (try? bytes.withUnsafeBytes { try JSONDecoder().decode(TokenInfo.self, from: Data($0)) }) ?? info
         }
         return Credentials(accessToken: accessToken, refreshToken: refresh, idToken: id, tokenType: info.tokenType,
-                           scopes: info.scopes, expiresAt: access.expiresAt)
+                           scopes: info.scopes, expiresAt: access.expiresAt,
+                           issuedAt: info.issuedAtMilliseconds.map { Date(millisecondsSince1970: $0) })
     }
 
     private static func replaceOptional(_ token: SecureBytes?, name: String, kind: EntryKind, owner: String,

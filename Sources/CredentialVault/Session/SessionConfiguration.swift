@@ -4,8 +4,13 @@ import VaultCrypto
 
 /// Settings of a `SessionManager`.
 public struct SessionConfiguration: Sendable {
-    /// Tokens expiring within this margin count as expired (clock skew, request latency). Default 60 s.
+    /// Tokens expiring within this margin count as expired (clock skew, request latency).
+    /// Default 60 s, capped at half a token's lifetime when its issue time is known, so a
+    /// short-lived token is never expired at the moment it arrives.
     public var leeway: Duration
+    /// What sign-out does with the user's own items when the caller does not say, and what
+    /// happens to them when the server ends the session (`invalid_grant`). Default `.wipe`.
+    public var localDataOnSignOut: LocalDataPolicy = .wipe
     /// The clock. Inject a fixed one in tests.
     public var clock: @Sendable () -> Date
     /// How long to wait for another process's lock.

@@ -7,22 +7,33 @@ import VaultCrypto
 ///
 /// Write order makes the profile the commit point: on sign-in the credentials (and the
 /// migrated guest items) land in the vault first, in one atomic write, and the profile
-/// names the user last; on sign-out the profile forgets the user first and the vault is
-/// shredded after. A journal in the profile (`pendingSignIn`) with a marker in the vault
+/// names the user last; on sign-out the profile forgets the user first and the user's
+/// entries are removed from the vault after (with a new data key; not a crypto-shred: older
+/// copies of the vault still open with the same passphrase or key file). A journal in the profile (`pendingSignIn`) with a marker in the vault
 /// lets `restore()` finish or roll back a sign-in that a crash interrupted.
 public actor SessionManager {
     /// The directory holding `secrets.vault` and `profile.json`.
     public let directory: String
-    private let key: VaultKey?
-    private let configuration: SessionConfiguration
-    private let profiles: ProfileStore
+    let key: VaultKey?
+    let configuration: SessionConfiguration
+    let profiles: ProfileStore
     private let sessionLockPath: String
-    private var store: SecretStore?
-    private var refreshTask: Task<Credentials, any Error>?
-    private var logger: Logger { configuration.logger }
+    var store: SecretStore?
+    var refreshTask: Task<Credentials, any Error>?
+    var logger: Logger { configuration.logger }
+    /// Callers of `requireSignIn` waiting for a sign-in (SessionManager+RequireSignIn.swift).
+    var signInWaiters: [UInt64: CheckedContinuation<User, any Error>] = [:]
+    var nextWaiterID: UInt64 = 0
+    /// Subscribers of `updates()` (SessionManager+Updates.swift).
+    var updateSubscribers: [UInt64: AsyncStream<SessionState>.Continuation] = [:]
+    var nextSubscriberID: UInt64 = 0
+    /// What the last published state said, to publish changes another process made.
+    var lastPublished: SessionFingerprint?
+    /// Settings defaults the app registered (SessionManager+Settings.swift).
+    var settingDefaults: [String: JSONValue] = [:]
 
     /// The anonymous id of this install, known after `restore()`.
-    public private(set) var anonymousID: String?
+    public internal(set) var anonymousID: String?
 
     /// Creates a session over `directory`.
     /// - Parameters:
@@ -40,11 +51,17 @@ public actor SessionManager {
     // MARK: Start-up
 
     /// Rebuilds the session from both stores, finishing or rolling back an interrupted
-    /// sign-in and shredding credentials a crashed sign-out left behind.
+    /// sign-in and removing credentials a crashed sign-out left behind.
     /// - Parameter minTTL: How long the access token must stay valid (on top of the leeway)
     ///   to count as signed in.
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
     public func restore(minTTL: Duration = .zero) async -> SessionState {
+        let state = await loadState(minTTL: minTTL)
+        publish(state)
+        return state
+    }
+
+    func loadState(minTTL: Duration) async -> SessionState {
         do {
             // Read first; only the very first launch writes (the new anonymous id).
             var profile = try profiles.load() ?? Profile()
@@ -60,10 +77,12 @@ public actor SessionManager {
                 profile = try profiles.load() ?? profile
             }
             guard let user = profile.user else {
-                try await shredOrphanedCredentials()
+                try await removeOrphanedCredentials(profile: profile)
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
-            guard let store = try openStore(create: false) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
+            guard let store = try await openStoreOffPool(create: false) else {
+                return .expired(user, hasRefreshToken: false, expiresAt: nil)
+            }
             let credentials = try store.snapshot { view in
                 try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: view)
             }
@@ -100,9 +119,12 @@ public actor SessionManager {
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
         if let signedIn = current.user, signedIn.id != user.id {
-            throw VaultError(.alreadyExists, "already signed in as '\(signedIn.id)'", fix: "sign out first", topic: .alreadySignedIn)
+            throw VaultError(.alreadyExists, "already signed in as '\(TerminalText.escaped(signedIn.id))'", fix: "sign out first", topic: .alreadySignedIn)
         }
         let anonymous = try current.anonymousID ?? Self.newAnonymousID()
+        var user = user
+        // A returning user who finished onboarding on this device does not see it again.
+        if current.returningUsers[user.id]?.onboardingComplete == true { user.onboardingComplete = true }
         let journal = PendingSignIn(journalID: try Self.randomHex(16), userID: user.id, anonymousID: anonymous, user: user,
                                     startedAt: configuration.clock())
         try profiles.update { profile in
@@ -111,7 +133,7 @@ public actor SessionManager {
         }
         let report: MigrationReport
         do {
-            guard let store = try openStore(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
+            guard let store = try await openStoreOffPool(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
             report = try store.update { transaction in
                 try Self.migrate(into: &transaction, journal: journal, credentials: credentials, policy: policy,
                                  fromGuest: current.user == nil)
@@ -126,18 +148,27 @@ public actor SessionManager {
         anonymousID = anonymous
         logger.info("signed in", metadata: ["user": "\(user.id)", "moved": "\(report.moved.count)",
                                             "conflicts": "\(report.conflicts.count)", "stayed": "\(report.stayed.count)"])
+        resumeSignInWaiters(with: .success(user))
+        publish(user.onboardingComplete ? .signedIn(user, credentials) : .needsOnboarding(user, credentials))
         return report
     }
 
     /// Signs the user out: the profile forgets the user first (the commit point), then the
-    /// user's credentials and items are removed and the data key rotated, so nothing of
-    /// theirs can be decrypted with the key material held afterwards.
-    /// - Parameter newAnonymousID: Give the guest a new anonymous id instead of the old one.
+    /// user's credentials are removed from the vault and the data key is rotated, so the
+    /// removed entries cannot be decrypted with the key material held afterwards (copies of
+    /// older vault files on disk or in backups still hold them under the old data key).
+    /// - Parameters:
+    ///   - localData: What happens to the user's own items: `.wipe` removes them with the
+    ///     credentials; `.keep` leaves them on the device for the same user's next sign-in.
+    ///     Nil uses `SessionConfiguration.localDataOnSignOut` (default `.wipe`).
+    ///   - newAnonymousID: Give the guest a new anonymous id instead of the old one; the old
+    ///     guest's items are then removed (a new guest is a new person on this device).
     /// - Throws: store errors; `.busy`.
-    public func signOut(newAnonymousID: Bool = false) async throws {
+    public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false) async throws {
         let lock = try await sessionLock()
         defer { lock.release() }
-        try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil)
+        try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil, localData: localData ?? configuration.localDataOnSignOut)
+        publish(.guest(anonymousID: anonymousID ?? ""))
     }
 
     /// The "skip" button: become a guest with default settings and no guest items.
@@ -147,11 +178,13 @@ public actor SessionManager {
     public func enterGuestMode(resetAnonymousID: Bool = false) async throws -> String {
         let lock = try await sessionLock()
         defer { lock.release() }
-        if try profiles.load()?.user != nil { try signOutLocked(newAnonymousID: false, expectedUserID: nil) }
+        if try profiles.load()?.user != nil {
+            try signOutLocked(newAnonymousID: false, expectedUserID: nil, localData: configuration.localDataOnSignOut)
+        }
         let (old, new) = try profiles.update { profile -> (String?, String) in
             let old = profile.anonymousID
             if resetAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
-            profile.settings = [:]
+            profile.settings = [:]   // reads fall back to the registered defaults
             return (old, profile.anonymousID ?? "")
         }
         if let store = try openStore(create: false) {
@@ -161,44 +194,19 @@ public actor SessionManager {
         }
         anonymousID = new
         logger.info("entered guest mode")
+        publish(.guest(anonymousID: new))
         return new
     }
 
-    /// Marks onboarding finished for the signed-in user.
+    /// Marks onboarding finished for the signed-in user; remembered for that user across
+    /// sign-out, so the same user signing in again on this device skips it.
     /// - Throws: `.notSignedIn`; profile store errors.
-    public func completeOnboarding() throws {
+    public func completeOnboarding() async throws {
         try profiles.update { profile in
             guard profile.user != nil else { throw VaultError(.notSignedIn, "nobody is signed in") }
             profile.user?.onboardingComplete = true
         }
-    }
-
-    // MARK: Items
-
-    /// Stores an item for whoever is using the app: the guest or the signed-in user.
-    /// - Throws: store errors; `.invalidInput` for reserved names (`session.`).
-    public func saveItem(_ entry: NewEntry, replace: Bool = true) throws {
-        guard !entry.name.hasPrefix(SessionNamespaces.Reserved.prefix) else {
-            throw VaultError(.invalidInput, "names starting with 'session.' are reserved")
-        }
-        var entry = entry
-        entry.owner = try currentOwner()
-        guard let store = try openStore(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
-        try store.put(entry, replace: replace)
-    }
-
-    /// The items of whoever is using the app (without the session's own entries).
-    public func items() throws -> [EntryMetadata] {
-        let owner = try currentOwner()
-        guard let store = try openStore(create: false) else { return [] }
-        return try store.list(owner: owner).filter { !$0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
-    }
-
-    /// One item's secret for whoever is using the app.
-    public func item(named name: String) throws -> SecureBytes {
-        let owner = try currentOwner()
-        guard let store = try openStore(create: false) else { throw VaultError.entryNotFound(name) }
-        return try store.secret(named: name, owner: owner)
+        publish(await loadState(minTTL: .zero))
     }
 
     // MARK: Fresh credentials
@@ -212,6 +220,8 @@ public actor SessionManager {
     /// - Throws: `.notSignedIn`; `.sessionExpired` when there is no refresh token or the server
     ///   answered `invalid_grant` (the session then ends and the app is a guest again); the
     ///   refresher's own error for transient failures (the session is kept).
+    ///   `.minTTLTooLarge` when even a just-refreshed token does not live `minTTL` (asking
+    ///   for more than the server grants would refresh on every call).
     public func validCredentials(minTTL: Duration = .zero, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let refreshTask {
             let shared = try await refreshTask.value
@@ -219,23 +229,35 @@ public actor SessionManager {
         }
         let (_, credentials) = try currentCredentials()
         if isValid(credentials, minTTL: minTTL) { return credentials }
-        if let refreshTask { return try await refreshTask.value }
-        let task = Task { try await self.refresh(minTTL: minTTL, refresher: refresher) }
-        refreshTask = task
-        defer { refreshTask = nil }
-        return try await task.value
+        return try await sharedRefresh(minTTL: minTTL, force: false, refresher: refresher)
+    }
+
+    /// Runs one refresh for every caller in this process (and, through `session.lock`, in
+    /// other processes), then checks that what came back satisfies `minTTL`.
+    func sharedRefresh(minTTL: Duration, force: Bool, refresher: @escaping TokenRefresher) async throws -> Credentials {
+        let fresh: Credentials
+        if let refreshTask {
+            fresh = try await refreshTask.value
+        } else {
+            let task = Task { try await self.refresh(minTTL: minTTL, force: force, refresher: refresher) }
+            refreshTask = task
+            defer { refreshTask = nil }
+            fresh = try await task.value
+        }
+        try checkLifetime(of: fresh, satisfies: minTTL)
+        return fresh
     }
 
     // MARK: Internals
 
-    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher) async throws -> Credentials {
+    private func refresh(minTTL: Duration, force: Bool, refresher: @escaping TokenRefresher) async throws -> Credentials {
         // Held across the refresher call, so that exactly one process refreshes; the others
-        // wait here and then find the new tokens. Acquired off the actor's thread.
+        // wait here and then find the new tokens. Acquired off the cooperative pool.
         let lock = try await sessionLock(waitingForRefresh: false)
         defer { lock.release() }
         // Another process may have refreshed, or signed someone else in, while we waited.
         let (user, latest) = try currentCredentials()
-        if isValid(latest, minTTL: minTTL) { return latest }
+        if !force, isValid(latest, minTTL: minTTL) { return latest }
         guard let refreshToken = latest.refreshToken else {
             throw VaultError(.sessionExpired, "the access token expired and there is no refresh token", fix: "sign in again")
         }
@@ -244,7 +266,8 @@ public actor SessionManager {
             fresh = try await refresher(refreshToken)
         } catch RefreshFailure.invalidGrant {
             logger.notice("refresh token rejected; signing out", metadata: ["user": "\(user.id)"])
-            try signOutLocked(newAnonymousID: false, expectedUserID: user.id)
+            try signOutLocked(newAnonymousID: false, expectedUserID: user.id, localData: configuration.localDataOnSignOut)
+            publish(.guest(anonymousID: anonymousID ?? ""))
             throw VaultError(.sessionExpired, "the server rejected the refresh token (invalid_grant); signed out to guest",
                              fix: "sign in again")
         }
@@ -253,31 +276,56 @@ public actor SessionManager {
         if merged.idToken == nil { merged.idToken = latest.idToken }
         guard let store = try openStore(create: false) else { throw SessionUnavailable(reason: .locked, error: nil) }
         guard try profiles.load()?.user?.id == user.id else {
-            throw VaultError(.notSignedIn, "'\(user.id)' signed out while the refresh was running", fix: "sign in again")
+            throw VaultError(.notSignedIn, "'\(TerminalText.escaped(user.id))' signed out while the refresh was running", fix: "sign in again")
         }
         try store.update { transaction in
             try CredentialRecords.write(merged, owner: SessionNamespaces.user(user.id), into: &transaction)
         }
         logger.info("credentials refreshed", metadata: ["user": "\(user.id)"])
+        if let profileUser = try profiles.load()?.user {
+            publish(profileUser.onboardingComplete ? .signedIn(profileUser, merged) : .needsOnboarding(profileUser, merged))
+        }
         return merged
     }
 
-    private func currentCredentials() throws -> (User, Credentials) {
+    func currentCredentials() throws -> (User, Credentials) {
         guard let user = try profiles.load()?.user else { throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in first") }
         guard let store = try openStore(create: false),
               let credentials = try store.snapshot({ try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: $0) }) else {
-            throw VaultError(.sessionExpired, "no credentials are stored for '\(user.id)'", fix: "sign in again")
+            throw VaultError(.sessionExpired, "no credentials are stored for '\(TerminalText.escaped(user.id))'", fix: "sign in again")
         }
         return (user, credentials)
     }
 
-    private func isValid(_ credentials: Credentials, minTTL: Duration) -> Bool {
+    /// Valid when the token outlives now + leeway + minTTL. The leeway (clock skew, latency)
+    /// is capped at half the token's lifetime as issued, so a short-lived token is never
+    /// expired at the moment it was issued: a 5 s token with the default 60 s leeway counts
+    /// as valid for its first 2.5 s.
+    func isValid(_ credentials: Credentials, minTTL: Duration) -> Bool {
         guard let expiresAt = credentials.expiresAt else { return true }
-        let margin = Self.seconds(configuration.leeway) + Self.seconds(minTTL)
-        return expiresAt > configuration.clock().addingTimeInterval(margin)
+        let now = configuration.clock()
+        let margin = effectiveLeeway(for: credentials) + Self.seconds(minTTL)
+        return expiresAt > now.addingTimeInterval(margin)
     }
 
-    private func currentOwner() throws -> String {
+    func effectiveLeeway(for credentials: Credentials) -> TimeInterval {
+        let leeway = Self.seconds(configuration.leeway)
+        guard let expiresAt = credentials.expiresAt, let issuedAt = credentials.issuedAt else { return leeway }
+        return min(leeway, max(0, expiresAt.timeIntervalSince(issuedAt)) / 2)
+    }
+
+    /// A token that was just refreshed must live `minTTL`; otherwise every call would refresh again.
+    func checkLifetime(of credentials: Credentials, satisfies minTTL: Duration) throws {
+        guard minTTL > .zero, let expiresAt = credentials.expiresAt else { return }
+        let lifetime = expiresAt.timeIntervalSince(configuration.clock())
+        guard lifetime > Self.seconds(minTTL) else {
+            throw VaultError(.minTTLTooLarge,
+                             "the minimum time to live (\(Int(Self.seconds(minTTL))) s) is longer than a fresh access token lives (\(max(0, Int(lifetime))) s)",
+                             fix: "ask for a shorter minimum time to live")
+        }
+    }
+
+    func currentOwner() throws -> String {
         let profile = try profiles.load() ?? Profile()
         if let user = profile.user { return SessionNamespaces.user(user.id) }
         if let anonymous = profile.anonymousID ?? anonymousID { return SessionNamespaces.guest(anonymous) }
@@ -289,22 +337,45 @@ public actor SessionManager {
         return SessionNamespaces.guest(fresh)
     }
 
-    private func signOutLocked(newAnonymousID: Bool, expectedUserID: String?) throws {
-        let (signedOut, guestID) = try profiles.update { profile -> (User?, String?) in
-            if let expectedUserID, profile.user?.id != expectedUserID { return (nil, profile.anonymousID) }
+    func signOutLocked(newAnonymousID: Bool, expectedUserID: String?, localData: LocalDataPolicy) throws {
+        let (signedOut, oldGuest, guestID) = try profiles.update { profile -> (User?, String?, String?) in
+            if let expectedUserID, profile.user?.id != expectedUserID { return (nil, nil, profile.anonymousID) }
             let user = profile.user ?? profile.pendingSignIn?.user
+            let oldGuest = profile.anonymousID
+            if let user {
+                var record = profile.returningUsers[user.id] ?? ReturningUser()
+                record.onboardingComplete = record.onboardingComplete || user.onboardingComplete
+                record.localDataKept = localData == .keep
+                profile.returningUsers[user.id] = record
+            }
             profile.user = nil
             profile.pendingSignIn = nil
             if newAnonymousID || profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
-            return (user, profile.anonymousID)
+            return (user, oldGuest, profile.anonymousID)
         }
         anonymousID = guestID
-        guard let user = signedOut, let store = try openStore(create: false) else { return }
+        let replacedGuest = oldGuest.flatMap { $0 == guestID ? nil : $0 }
+        guard signedOut != nil || replacedGuest != nil, let store = try openStore(create: false) else { return }
         try store.update { transaction in
-            transaction.removeAll(owner: SessionNamespaces.user(user.id))
+            if let user = signedOut {
+                Self.removeUserEntries(owner: SessionNamespaces.user(user.id), localData: localData, in: &transaction)
+            }
+            // The replaced guest's items go with it: nothing is left under an id no one uses.
+            if let replacedGuest { transaction.removeAll(owner: SessionNamespaces.guest(replacedGuest)) }
             transaction.rotateDataKey()
         }
-        logger.info("signed out", metadata: ["user": "\(user.id)"])
+        if let user = signedOut { logger.info("signed out", metadata: ["user": "\(user.id)"]) }
+    }
+
+    /// Removes a signed-out user's credentials (always) and items (unless kept).
+    static func removeUserEntries(owner: String, localData: LocalDataPolicy, in transaction: inout VaultTransaction) {
+        guard localData == .keep else {
+            transaction.removeAll(owner: owner)
+            return
+        }
+        for entry in transaction.list(owner: owner) where entry.name.hasPrefix(SessionNamespaces.Reserved.prefix) {
+            try? transaction.remove(named: entry.name, owner: owner)
+        }
     }
 
     /// Finishes a sign-in whose vault write landed, or forgets one whose vault write did not.
@@ -355,29 +426,40 @@ public actor SessionManager {
         }
     }
 
-    /// Removes the namespaces of users the profile does not name (left by a crash during sign-out).
-    /// The decision is taken again under `session.lock`, from the profile as it is then, so a
+    /// Removes what a crash during sign-out left of users the profile does not name: their
+    /// credentials always, their items unless they signed out keeping local data. The
+    /// decision is taken again under `session.lock`, from the profile as it is then, so a
     /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
-    private func shredOrphanedCredentials() async throws {
-        guard let store = try openStore(create: false) else { return }
-        let suspects = try store.snapshot { view in view.owners.contains { $0.hasPrefix("user:") } }
-        guard suspects else { return }
+    private func removeOrphanedCredentials(profile: Profile) async throws {
+        guard let store = try await openStoreOffPool(create: false) else { return }
+        guard try store.snapshot({ Self.orphans(in: $0, profile: profile) }).isEmpty == false else { return }
         let lock = try await sessionLock()
         defer { lock.release() }
-        let profile = try profiles.load()
-        guard profile?.pendingSignIn == nil else { return }
-        let keep = profile?.user.map { SessionNamespaces.user($0.id) }
+        let profile = try profiles.load() ?? Profile()
+        guard profile.pendingSignIn == nil else { return }
         let removed = try store.update { transaction -> Int in
-            let orphans = transaction.owners.filter { owner in
-                owner.hasPrefix("user:") && !(keep.map { owner.sameBytes(as: $0) } ?? false)
-            }
+            let orphans = Self.orphans(in: transaction, profile: profile)
             guard !orphans.isEmpty else { return 0 }
-            for owner in orphans { transaction.removeAll(owner: owner) }
+            for (owner, policy) in orphans { Self.removeUserEntries(owner: owner, localData: policy, in: &transaction) }
             transaction.rotateDataKey()
             return orphans.count
         }
         if removed > 0 {
-            logger.notice("shredded credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
+            logger.notice("removed credentials left by an interrupted sign-out", metadata: ["namespaces": "\(removed)"])
+        }
+    }
+
+    /// User namespaces that hold what should be gone, with what to remove from each: a
+    /// namespace the profile does not name, unless its user kept local data and no credential
+    /// is left in it.
+    static func orphans(in view: borrowing VaultTransaction, profile: Profile) -> [(String, LocalDataPolicy)] {
+        let current = profile.user.map { SessionNamespaces.user($0.id) }
+        return view.owners.compactMap { owner -> (String, LocalDataPolicy)? in
+            guard owner.hasPrefix("user:"), !(current.map { owner.sameBytes(as: $0) } ?? false) else { return nil }
+            let userID = String(owner.dropFirst("user:".count))
+            guard profile.returningUsers[userID]?.localDataKept == true else { return (owner, .wipe) }
+            let holdsCredentials = view.list(owner: owner).contains { $0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
+            return holdsCredentials ? (owner, .keep) : nil
         }
     }
 
@@ -394,13 +476,28 @@ public actor SessionManager {
                     continue
                 }
                 if let existing = transaction.metadata(named: item.name, owner: account) {
-                    guard let resolution = policy.resolve(guest: item, account: existing) else {
+                    let empty = SecureBytes(copying: [])
+                    let guestSide = MergeCandidate(metadata: item, value: policy.needsValues
+                                                   ? try transaction.secret(named: item.name, owner: guest) : empty)
+                    let accountSide = MergeCandidate(metadata: existing, value: policy.needsValues
+                                                     ? try transaction.secret(named: item.name, owner: account) : empty)
+                    guard let decision = try policy.resolve(guest: guestSide, account: accountSide) else {
                         throw VaultError(.mergeConflict, "the account already has an item named '\(item.name)'",
                                          fix: "sign in with another merge policy (keepAccount, keepGuest, newestWins)")
                     }
-                    conflicts.append(.init(name: item.name, resolution: resolution))
-                    guard resolution == .keepGuest else {
+                    conflicts.append(.init(name: item.name, resolution: decision.resolution))
+                    switch decision {
+                    case .keepAccount:
                         stayed.append(item.name)
+                        continue
+                    case .keepGuest:
+                        break
+                    case let .merged(value):
+                        try transaction.put(NewEntry(name: existing.name, owner: account, secret: value, kind: existing.kind,
+                                                     label: existing.label, expiresAt: existing.expiresAt,
+                                                     transferable: existing.transferable), replace: true)
+                        try transaction.remove(named: item.name, owner: guest)
+                        moved.append(item.name)
                         continue
                     }
                 }
@@ -415,7 +512,22 @@ public actor SessionManager {
                                conflicts: conflicts, stayed: stayed)
     }
 
-    private func openStore(create: Bool) throws -> SecretStore? {
+    /// `openStore`, with the key derivation (scrypt for a passphrase) on a Dispatch thread,
+    /// so an unlock never holds one of the cooperative pool's few threads.
+    func openStoreOffPool(create: Bool) async throws -> SecretStore? {
+        if let store { return store }
+        guard let key else { return try openStore(create: create) }
+        let directory = directory
+        let options = configuration.storeOptions
+        let opened = try await BlockingWork.run { () throws -> SecretStore? in
+            if SecretStore.exists(in: directory) { return try SecretStore.open(in: directory, key: key, options: options) }
+            return create ? try SecretStore.create(in: directory, key: key, options: options) : nil
+        }
+        if store == nil { store = opened }
+        return store
+    }
+
+    func openStore(create: Bool) throws -> SecretStore? {
         if let store { return store }
         guard let key else {
             if SecretStore.exists(in: directory) || create { throw SessionUnavailable(reason: .locked, error: nil) }
@@ -432,12 +544,12 @@ public actor SessionManager {
     /// Takes `session.lock`. A refresh in flight in this process holds it, so other
     /// transitions wait for that refresh first instead of timing out on our own lock; the
     /// blocking `flock` wait runs off the actor so the refresh can finish meanwhile.
-    private func sessionLock(waitingForRefresh: Bool = true) async throws -> FileLock {
+    func sessionLock(waitingForRefresh: Bool = true) async throws -> FileLock {
         if waitingForRefresh, let refreshTask { _ = try? await refreshTask.value }
         try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
         let path = sessionLockPath
         let timeout = configuration.lockTimeout
-        return try await Task.detached { try FileLock.acquire(path: path, mode: .exclusive, timeout: timeout) }.value
+        return try await BlockingWork.run { try FileLock.acquire(path: path, mode: .exclusive, timeout: timeout) }
     }
 
     static func newAnonymousID() throws -> String {

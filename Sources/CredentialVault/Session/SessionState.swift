@@ -49,9 +49,9 @@ public enum SessionState: Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .guest(anonymousID): "guest(\(anonymousID))"
-        case let .signedIn(user, credentials): "signedIn(user \(user.id), \(credentials))"
-        case let .needsOnboarding(user, credentials): "needsOnboarding(user \(user.id), \(credentials))"
-        case let .expired(user, hasRefreshToken, _): "expired(user \(user.id), refresh token: \(hasRefreshToken ? "yes" : "no"))"
+        case let .signedIn(user, credentials): "signedIn(user \(TerminalText.escaped(user.id)), \(credentials))"
+        case let .needsOnboarding(user, credentials): "needsOnboarding(user \(TerminalText.escaped(user.id)), \(credentials))"
+        case let .expired(user, hasRefreshToken, _): "expired(user \(TerminalText.escaped(user.id)), refresh token: \(hasRefreshToken ? "yes" : "no"))"
         case let .unavailable(reason): "unavailable(\(reason))"
         }
     }

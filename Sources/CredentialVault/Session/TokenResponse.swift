@@ -99,7 +99,7 @@ public enum TokenResponse {
             throw invalid("the token response is \(value.kindDescription), not a JSON object")
         }
         if reader.optional("access_token") == nil, case .string(let code)? = reader.optional("error") {
-            let shown = code.count <= 64 ? code : String(code.prefix(64)) + "…"
+            let shown = TerminalText.escaped(code.count <= 64 ? code : String(code.prefix(64)) + "…")
             throw invalid("the server sent an OAuth error response (\(shown)) instead of tokens")
         }
         return reader
@@ -130,7 +130,7 @@ public enum TokenResponse {
             expiresAt = JWT.expiry(of: access)
         }
         return Credentials(accessToken: access, refreshToken: refreshToken, idToken: idToken,
-                           tokenType: tokenType, scopes: scopes, expiresAt: expiresAt)
+                           tokenType: tokenType, scopes: scopes, expiresAt: expiresAt, issuedAt: receivedAt)
     }
 
     private static func nonEmptyString(_ response: JSONObjectReader, _ key: String) throws(JSONShapeError) -> String {

@@ -1,11 +1,18 @@
+import Foundation
+
 /// Checks names, labels and secrets against `VaultLimits` before anything is written.
 enum EntryValidation {
+    /// A name must also be in Unicode NFC, so two names that look the same (a precomposed
+    /// "é" and "e" + combining accent) cannot both exist: the non-NFC one is refused with a fix.
+    /// Names stay bytes in the format, so vaults written before this rule still open.
     static func checkName(_ name: String) throws {
         try checkText(name, what: "entry name", cap: VaultLimits.maximumNameBytes, allowEmpty: false)
+        try checkNormalized(name, what: "entry name")
     }
 
     static func checkOwner(_ owner: String) throws {
         try checkText(owner, what: "owner", cap: VaultLimits.maximumNameBytes, allowEmpty: true)
+        try checkNormalized(owner, what: "owner")
     }
 
     static func checkLabel(_ label: String?) throws {
@@ -30,8 +37,28 @@ enum EntryValidation {
             throw VaultError(.invalidInput, "the \(what) is \(length) bytes; the limit is \(cap) bytes",
                              fix: "use a shorter \(what)")
         }
-        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+        guard !text.unicodeScalars.contains(where: TerminalText.isControl) else {
             throw VaultError(.invalidInput, "the \(what) contains control characters", fix: "use printable characters only")
+        }
+        guard !text.unicodeScalars.contains(where: { TerminalText.isBidiControl($0) || Self.isLineBreak($0) }) else {
+            throw VaultError(.invalidInput,
+                             "the \(what) contains bidirectional-override or line-separator characters, which change how it is shown",
+                             fix: "remove them (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069, U+2028/9)")
+        }
+    }
+
+    private static func isLineBreak(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value == 0x2028 || scalar.value == 0x2029
+    }
+
+    private static func checkNormalized(_ text: String, what: String) throws {
+        // Plain ASCII is always NFC; only other text needs the Unicode tables.
+        guard !text.utf8.allSatisfy({ $0 < 0x80 }) else { return }
+        let normalized = text.precomposedStringWithCanonicalMapping
+        guard text.utf8.elementsEqual(normalized.utf8) else {
+            throw VaultError(.invalidInput,
+                             "the \(what) is not in Unicode normal form C (NFC), so it could look the same as another name",
+                             fix: "type it again in NFC (most keyboards and 'iconv'/'uconv -x nfc' produce it)")
         }
     }
 }

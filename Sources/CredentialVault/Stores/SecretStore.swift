@@ -13,6 +13,9 @@ public final class SecretStore: Sendable {
     public struct Options: Sendable {
         /// How long to wait for another process's lock before failing with `.busy`.
         public var lockTimeout: Duration
+        /// Accept a new passphrase shorter than `PassphraseStrength.minimumBytes` in `create`
+        /// and `changeKey`. Opening an existing vault never checks strength.
+        public var allowsWeakPassphrase = false
         /// The clock for timestamps.
         public var clock: @Sendable () -> Date
         /// A generation this caller has already seen (for example from a previous run);
@@ -116,9 +119,10 @@ public final class SecretStore: Sendable {
     ///   - key: The passphrase or key material that will open it.
     ///   - options: Timeouts, clock, logger.
     /// - Returns: The open store.
-    /// - Throws: `.alreadyExists` when a vault is there; `.invalidKey`; `.insecurePermissions`; `.io`.
+    /// - Throws: `.alreadyExists` when a vault is there; `.invalidKey`; `.invalidInput` for a passphrase under `PassphraseStrength.minimumBytes` (unless `options.allowsWeakPassphrase`); `.insecurePermissions`; `.io`.
     public static func create(in directory: String, key: VaultKey, options: Options = Options()) throws -> SecretStore {
         try key.validate()
+        if !options.allowsWeakPassphrase { try PassphraseStrength.check(key) }
         try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
         let store = SecretStore(directory: directory, key: key, options: options)
         try store.createFile()
@@ -259,6 +263,8 @@ public final class SecretStore: Sendable {
     ///   `.busy`, and the errors of `open`.
     public func changeKey(to newKey: VaultKey) throws {
         try newKey.validate()
+        // A weak new passphrase is `.invalidInput` unless `options.allowsWeakPassphrase`.
+        if !options.allowsWeakPassphrase { try PassphraseStrength.check(newKey) }
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
             defer { lock.release() }
@@ -293,8 +299,9 @@ public final class SecretStore: Sendable {
         }
     }
 
-    /// Crypto-shreds the vault: overwrites the file (and with it the wrapped key) with zeros,
+    /// Destroys the vault: overwrites the file (and with it the wrapped key) with zeros,
     /// removes it, and forgets the keys held in memory. The lock file stays (see `FileLock`).
+    /// Earlier generations in freed disk blocks are not reached: see `wipe(in:lockTimeout:)`.
     /// - Throws: `.busy`, `.io`.
     public func wipe() throws {
         try state.withLock { state in

@@ -81,7 +81,11 @@ public struct VaultTransaction: ~Copyable {
 
     /// Moves an entry to another owner, keeping its metadata and timestamps.
     /// The secret is re-encrypted, since a value is bound to its owner and name.
-    /// - Parameter replace: overwrite an entry of the same name at the destination.
+    /// - Parameters:
+    ///   - name: the entry's name.
+    ///   - owner: its owner now.
+    ///   - newOwner: its owner afterwards.
+    ///   - replace: overwrite an entry of the same name at the destination.
     /// - Throws: `.notFound`, `.alreadyExists` when the destination exists and `replace` is false.
     public mutating func move(named name: String, from owner: String, to newOwner: String, replace: Bool = false) throws {
         try EntryValidation.checkOwner(newOwner)
@@ -113,8 +117,10 @@ public struct VaultTransaction: ~Copyable {
     }
 
     /// Asks for a new data key when the transaction commits: every remaining secret is
-    /// re-encrypted, so copies of removed secrets in old files or backups cannot be
-    /// decrypted with the key material held from now on (crypto-shred).
+    /// re-encrypted under it. This is not a crypto-shred: the passphrase or key file is
+    /// unchanged, so an earlier copy of the vault file (backup, snapshot, freed disk blocks)
+    /// still opens with it and still holds what was removed. The new data key only means the
+    /// data key of the new file decrypts nothing that was removed.
     public mutating func rotateDataKey() {
         rotationRequested = true
         changed = true

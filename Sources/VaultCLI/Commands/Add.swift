@@ -66,7 +66,7 @@ extension VaultCommand {
             let stored = try store.put(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label, expiresAt: expiry,
                                                 transferable: !nonTransferable),
                                        replace: replace)
-            ErrorReport.note("Stored '\(name)' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date()))).")
+            ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date()))).")
         }
     }
 }

@@ -75,18 +75,18 @@ struct DemoRunner {
 
         step(4, "Sign in: an OAuth token response arrives on stdin; the guest's cart moves to the account in one write")
         try run(["signin", "--user-id", "u-1001", "--name", "Ada Lovelace", "--email", "ada@example.com", "--onboarded"],
-                input: Self.tokenResponse(expiresIn: 63), shown: "curl -s https://auth.example.com/token … |")
+                input: Self.tokenResponse(expiresIn: 8), shown: "curl -s https://auth.example.com/token … |")
 
         step(5, "Restart: a new process restores the signed-in user from both stores")
         try run(["status"])
         try run(["list"])
         try run(["inspect", "session.access-token", "--owner", "user:u-1001"])
 
-        step(6, "Time passes: with 60 s of leeway the 63-second token counts as expired after 3 s")
-        try await Task.sleep(for: .seconds(3.2))
+        step(6, "Time passes: the leeway (60 s, at most half a token's life) makes the 8-second token expired after 4 s")
+        try await Task.sleep(for: .seconds(4.2))
         try run(["status", "--json"])
 
-        step(7, "Sign out: the user's credentials are shredded (data key rotated); the same guest is back")
+        step(7, "Sign out: the user's credentials are removed (data key rotated); the same guest is back")
         try run(["signout"])
         try run(["status"])
         try run(["list", "--owner", "guest:\(anonymousID)"])

@@ -16,7 +16,8 @@ extension VaultCommand {
                 longer trust.
 
                 The new key is the first of: --new-key-file, --new-passphrase-file, $VAULT_NEW_PASSPHRASE, \
-                a prompt on the terminal (asked twice).
+                a prompt on the terminal (asked twice). A new passphrase shorter than 12 bytes is refused \
+                unless --weak-passphrase is given.
                 """
         )
 
@@ -29,6 +30,9 @@ extension VaultCommand {
             "Open the vault with the passphrase in FILE from now on.", valueName: "FILE"))
         var newPassphraseFile: String?
 
+        @Flag(name: .customLong("weak-passphrase"), help: "Accept a new passphrase shorter than 12 bytes.")
+        var weakPassphrase = false
+
         func validate() throws {
             if newKeyFile != nil, newPassphraseFile != nil {
                 throw ValidationError("give either --new-key-file or --new-passphrase-file, not both")
@@ -36,7 +40,7 @@ extension VaultCommand {
         }
 
         func run() throws {
-            let store = try options.openStore()
+            let store = try options.openStore(allowWeakPassphrase: weakPassphrase)
             try store.changeKey(to: KeySources.new(keyFile: newKeyFile, passphraseFile: newPassphraseFile, options: options))
             ErrorReport.note("Changed the key of the vault in \(store.directory).")
         }

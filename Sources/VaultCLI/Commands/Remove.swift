@@ -19,7 +19,7 @@ extension VaultCommand {
 
         func run() throws {
             try options.openStore().remove(named: name, owner: owner)
-            ErrorReport.note("Removed '\(name)'.")
+            ErrorReport.note("Removed '\(TerminalText.escaped(name))'.")
         }
     }
 }

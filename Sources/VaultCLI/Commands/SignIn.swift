@@ -57,13 +57,13 @@ extension VaultCommand {
             if json {
                 try StandardIO.printOutput(TextLayout.json(report.jsonValue))
             } else {
+                let shown = { (names: [String]) in names.isEmpty ? "-" : names.map { TerminalText.escaped($0) }.joined(separator: ", ") }
                 try StandardIO.printOutput(TextLayout.fields([
-                    ("signed in", userID),
-                    ("from guest", report.anonymousID),
-                    ("moved", report.moved.isEmpty ? "-" : report.moved.joined(separator: ", ")),
-                    ("stayed with guest", report.stayed.isEmpty ? "-" : report.stayed.joined(separator: ", ")),
-                    ("conflicts", report.conflicts.isEmpty ? "-"
-                        : report.conflicts.map { "\($0.name) (\($0.resolution.rawValue))" }.joined(separator: ", ")),
+                    ("signed in", TerminalText.escaped(userID)),
+                    ("from guest", TerminalText.escaped(report.anonymousID)),
+                    ("moved", shown(report.moved)),
+                    ("stayed with guest", shown(report.stayed)),
+                    ("conflicts", shown(report.conflicts.map { "\($0.name) (\($0.resolution.rawValue))" })),
                 ]))
             }
         }

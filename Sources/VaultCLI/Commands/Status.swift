@@ -42,24 +42,25 @@ extension VaultCommand {
             let now = Date()
             var fields: [(label: String, value: String)] = [("state", state.name)]
             if let user = state.user {
-                fields.append(("user", user.id))
-                if let name = user.displayName { fields.append(("name", name)) }
-                if let email = user.email { fields.append(("email", email)) }
+                // Profile fields and the server's token_type are untrusted: escaped one by one.
+                fields.append(("user", TerminalText.escaped(user.id)))
+                if let name = user.displayName { fields.append(("name", TerminalText.escaped(name))) }
+                if let email = user.email { fields.append(("email", TerminalText.escaped(email))) }
             }
             switch state {
             case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
                 let expiry = credentials.expiresAt.map { ExpiryStatus(expiresAt: $0, now: now).description } ?? "no expiry known"
-                fields.append(("token", "\(credentials.tokenType), \(expiry)"))
+                fields.append(("token", "\(TerminalText.escaped(credentials.tokenType)), \(expiry)"))
                 fields.append(("refresh token", credentials.refreshToken == nil ? "no" : "yes"))
             case let .expired(_, hasRefreshToken, expiresAt):
                 if let expiresAt { fields.append(("token", ExpiryStatus(expiresAt: expiresAt, now: now).description)) }
                 fields.append(("refresh token", hasRefreshToken ? "yes (refresh to continue)" : "no (sign in again)"))
             case let .unavailable(why):
-                fields.append(("reason", why.description))
+                fields.append(("reason", TerminalText.escaped(why.description)))
             case .guest:
                 break
             }
-            if let anonymousID { fields.append(("anonymous id", anonymousID)) }
+            if let anonymousID { fields.append(("anonymous id", TerminalText.escaped(anonymousID))) }
             return TextLayout.fields(fields)
         }
     }

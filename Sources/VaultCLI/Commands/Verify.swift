@@ -27,7 +27,8 @@ extension VaultCommand {
         /// One line per failed entry, then a summary line.
         static func text(_ report: VerificationReport) -> String {
             let failed = report.failures.map { failure in
-                "FAILED \(failure.owner.isEmpty ? "" : failure.owner + "/")\(failure.name): \(failure.error.message)\n"
+                let name = (failure.owner.isEmpty ? "" : failure.owner + "/") + failure.name
+                return "FAILED \(TerminalText.escaped(name)): \(TerminalText.escaped(failure.error.message))\n"
             }
             let checked = report.entriesChecked == 1 ? "1 entry" : "\(report.entriesChecked) entries"
             let verdict = report.isIntact ? "all authentic" : "\(report.failures.count) failed"

@@ -3,14 +3,23 @@ import CredentialVault
 import Foundation
 
 extension VaultCommand {
-    /// `vault wipe`: crypto-shreds every credential.
+    /// `vault wipe`: destroys the vault file, and with `--destroy-key-file` its key file.
     struct Wipe: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "wipe",
             abstract: "Destroy every credential: overwrite the vault file and its wrapped key, then remove it.",
             discussion: """
                 Needs no key, so a vault whose passphrase is lost can still be destroyed. Without --yes it asks \
-                on the terminal (type 'wipe'); without a terminal it refuses.
+                on the terminal (type 'wipe'); without a terminal it refuses. The folder and file checks of every \
+                other command apply: a vault in a folder others can write to, or a vault file with another hard \
+                link, is refused.
+
+                What it cannot erase: every earlier version of the vault was a separate file, replaced by \
+                rename; the file system freed its blocks without erasing them, and copy-on-write file systems, \
+                journals, snapshots, backups and SSD remapping keep more. Those copies still open with the same \
+                passphrase or key file. --destroy-key-file also overwrites and removes the key file (given by \
+                --key-file or VAULT_KEY_FILE), which makes every such copy undecryptable: the only erase that \
+                holds. A passphrase cannot be destroyed.
                 """
         )
 
@@ -22,25 +31,47 @@ extension VaultCommand {
         @Flag(help: "Also remove the profile (signed-in user, guest id, settings).")
         var all = false
 
+        @Flag(name: .customLong("destroy-key-file"), help: ArgumentHelp(
+            "Also overwrite and remove the key file (--key-file or VAULT_KEY_FILE): old copies of the vault become undecryptable."))
+        var destroyKeyFile = false
+
         func run() throws {
             let directory = options.directory
-            if !yes { try Self.confirm(directory: directory, terminal: options.terminal()) }
+            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
+            if !yes { try Self.confirm(directory: directory, keyFile: keyFile, terminal: options.terminal()) }
             let wiped = try SecretStore.wipe(in: directory, lockTimeout: options.lockTimeout)
             let profiles = ProfileStore(directory: directory, lockTimeout: options.lockTimeout)
             // Removed whatever its contents: a corrupt profile is exactly what --all must clear.
             let hadProfile = all && FileManager.default.fileExists(atPath: profiles.path)
             if hadProfile { try profiles.remove() }
-            guard wiped || hadProfile else { throw VaultError.vaultNotFound(path: directory) }
-            ErrorReport.note(wiped ? "Wiped the vault in \(directory)." : "No vault in \(directory); removed the profile.")
+            if let keyFile { try SecretStore.destroyKeyFile(at: keyFile) }
+            guard wiped || hadProfile || keyFile != nil else { throw VaultError.vaultNotFound(path: directory) }
+            ErrorReport.note(wiped ? "Wiped the vault in \(directory)." : "No vault in \(directory)"
+                             + (hadProfile ? "; removed the profile." : "."))
+            if let keyFile {
+                ErrorReport.note("Destroyed the key file \(keyFile): copies of vaults it opened can no longer be decrypted.")
+            } else if wiped {
+                ErrorReport.note("Earlier copies of the vault (freed disk blocks, snapshots, backups) still open with its key; "
+                                 + "--destroy-key-file makes them undecryptable when the vault uses a key file.")
+            }
+        }
+
+        /// The key file `--destroy-key-file` names: `--key-file`, else `VAULT_KEY_FILE`.
+        /// - Throws: `UsageError` when neither is given (nothing is wiped then).
+        static func keyFileToDestroy(_ options: VaultOptions) throws -> String {
+            if let path = options.keyFile ?? KeySources.environmentValue("VAULT_KEY_FILE") { return path }
+            throw UsageError("--destroy-key-file needs the key file: give --key-file FILE or set VAULT_KEY_FILE; nothing was wiped",
+                             hint: "a vault opened by a passphrase has no key file to destroy")
         }
 
         /// Asks for the word "wipe" on the terminal.
         /// - Throws: `UsageError` without a terminal or when the answer is anything else.
-        static func confirm(directory: String, terminal: Terminal?) throws {
+        static func confirm(directory: String, keyFile: String? = nil, terminal: Terminal?) throws {
             guard let terminal else {
                 throw UsageError("refusing to wipe without --yes: there is no terminal to confirm on", hint: "add --yes")
             }
-            let answer = try terminal.readLine(prompt: "This destroys every credential in \(directory). Type 'wipe' to go on: ")
+            let what = keyFile.map { "every credential in \(directory) and the key file \($0)" } ?? "every credential in \(directory)"
+            let answer = try terminal.readLine(prompt: "This destroys \(what). Type 'wipe' to go on: ")
             guard answer == "wipe" else { throw UsageError("not confirmed; nothing was wiped") }
         }
     }

@@ -44,10 +44,12 @@ struct EntryInspection: Sendable {
 
     /// Label–value pairs for people, in display order. Values may span several lines.
     var fields: [(label: String, value: String)] {
-        var fields: [(label: String, value: String)] = [("name", metadata.name)]
-        if !metadata.owner.isEmpty { fields.append(("owner", metadata.owner)) }
+        // Names, labels and JWT contents are untrusted: single-line values are escaped whole;
+        // the pretty-printed JWT JSON is escaped by JSONWriter and then line by line.
+        var fields: [(label: String, value: String)] = [("name", TerminalText.escaped(metadata.name))]
+        if !metadata.owner.isEmpty { fields.append(("owner", TerminalText.escaped(metadata.owner))) }
         fields.append(("kind", metadata.kind.rawValue))
-        fields.append(("label", metadata.label ?? "-"))
+        fields.append(("label", metadata.label.map { TerminalText.escaped($0) } ?? "-"))
         fields.append(("created", RFC3339.string(from: metadata.createdAt)))
         fields.append(("updated", RFC3339.string(from: metadata.updatedAt)))
         fields.append(("expires", metadata.expiresAt.map { "\(RFC3339.string(from: $0)) (\(expiry))" } ?? expiry.description))

@@ -29,8 +29,8 @@ extension VerificationReport {
     var jsonValue: JSONValue {
         .object([
             "vaultId": .string(vaultID),
-            "generation": .number(Double(generation)),
-            "entriesChecked": .number(Double(entriesChecked)),
+            "generation": .integer(Int128(generation)),
+            "entriesChecked": .integer(Int128(entriesChecked)),
             "intact": .bool(isIntact),
             "failures": .array(failures.map { failure in
                 .object([

@@ -39,6 +39,7 @@ enum VaultExitStatus {
         .insecurePermissions: permission,
         .notSignedIn: notFound,
         .mergeConflict: alreadyExists,
+        .minTTLTooLarge: usage,
         .sessionExpired: permission,
     ]
 

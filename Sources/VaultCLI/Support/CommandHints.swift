@@ -7,6 +7,7 @@ enum CommandHints {
     static func hint(for error: VaultError) -> String? {
         switch error.topic {
         case .entryNotFound?: "run 'vault list' to see the names"
+        case .weakPassphrase?: "use at least 12 bytes, or pass --weak-passphrase to 'vault init' / 'vault passwd' to keep it anyway"
         case .vaultNotFound?: "create one with 'vault init' or pass --vault DIR"
         case .entryExists?: "use --replace to overwrite it"
         case .vaultExists?: "open it instead, or choose another --vault directory"

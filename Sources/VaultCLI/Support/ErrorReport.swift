@@ -34,10 +34,11 @@ enum ErrorReport {
         }
     }
 
-    /// Writes the two lines.
+    /// Writes the two lines. Both may quote input (a path, a name, a server's error code),
+    /// so each is escaped whole: a line break inside cannot start a line of its own.
     static func show(_ message: String, hint: String?) {
-        var text = "vault: \(message)\n"
-        if let hint { text += "hint: \(hint)\n" }
+        var text = "vault: \(TerminalText.escaped(message))\n"
+        if let hint { text += "hint: \(TerminalText.escaped(hint))\n" }
         StandardIO.printError(text)
     }
 

@@ -68,17 +68,16 @@ enum KeySources {
         return .passphrase(first)
     }
 
-    /// A non-empty environment variable.
+    /// A non-empty environment variable (not a secret: a path), read with `getenv(3)` so that
+    /// the environment is not copied into `String`s.
     static func environmentValue(_ name: String) -> String? {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
-        return value
+        guard let value = getenv(name), value.pointee != 0 else { return nil }
+        return String(cString: value)
     }
 
-    /// A non-empty environment variable copied straight into zeroising memory, never into a `String`.
+    /// A passphrase variable, taken out of the environment into zeroising memory at start-up
+    /// (`PassphraseEnvironment`), never into a `String`.
     private static func environmentSecret(_ name: String) -> SecureBytes? {
-        guard let value = getenv(name) else { return nil }
-        let length = strlen(value)
-        guard length > 0 else { return nil }
-        return SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: length))
+        PassphraseEnvironment.value(name)
     }
 }

@@ -42,13 +42,19 @@ enum StandardIO {
     }
 
     /// Writes `text` to standard output.
+    ///
+    /// The last line of defence against terminal injection: whatever a caller forgot to
+    /// escape, no control character but "\n", no C1, bidi or invisible format character
+    /// reaches the terminal (`TerminalText`). Untrusted fields are escaped where they are
+    /// laid out, newlines included; this keeps the program's own line breaks.
     /// - Throws: `VaultError` `.io` when standard output is closed or full.
     static func printOutput(_ text: String) throws {
-        var text = text
+        var text = TerminalText.escaped(text, keepingLineBreaks: true)
         try text.withUTF8 { try writeAll(UnsafeRawBufferPointer($0), to: output, name: "standard output") }
     }
 
-    /// Writes `bytes` (text that is not secret) to standard output.
+    /// Writes `bytes` (text that is not secret, already safe: JSON from `JSONWriter`, which
+    /// escapes controls, C1, bidi and format characters) to standard output.
     /// - Throws: `VaultError` `.io` when standard output is closed or full.
     static func printOutput(bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try writeAll($0, to: output, name: "standard output") }
@@ -62,7 +68,7 @@ enum StandardIO {
 
     /// Writes `text` to standard error; failures are ignored, there is nowhere left to report them.
     static func printError(_ text: String) {
-        var text = text
+        var text = TerminalText.escaped(text, keepingLineBreaks: true)
         text.withUTF8 { try? writeAll(UnsafeRawBufferPointer($0), to: error, name: "standard error") }
     }
 

@@ -67,7 +67,7 @@ final class Terminal {
 
     /// Writes `text` to the terminal; failures are ignored.
     func say(_ text: String) {
-        var text = text
+        var text = TerminalText.escaped(text, keepingLineBreaks: true)
         text.withUTF8 { try? StandardIO.writeAll(UnsafeRawBufferPointer($0), to: outputDescriptor, name: "the terminal") }
     }
 

@@ -7,8 +7,9 @@ enum TextLayout {
     ///   - header: the column titles.
     ///   - rows: the cells, each row as many as `header`.
     /// - Returns: the lines, each ending in a newline.
+    /// Every cell is escaped with `TerminalText` (cells are single lines of possibly untrusted text).
     static func table(header: [String], rows: [[String]]) -> String {
-        let all = [header] + rows
+        let all = ([header] + rows).map { $0.map { TerminalText.escaped($0) } }
         let widths = header.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0 }
         var text = ""
         for row in all {
@@ -23,6 +24,10 @@ enum TextLayout {
     }
 
     /// "label   value" lines, labels padded to the longest; later lines of a multi-line value are indented to match.
+    ///
+    /// Each line is escaped with `TerminalText`; a value's own line breaks are kept, so callers
+    /// escape single-line untrusted values first (`TerminalText.escaped`) to keep a line
+    /// break inside them from starting a line that looks like a field.
     static func fields(_ fields: [(label: String, value: String)]) -> String {
         let width = (fields.map(\.label.count).max() ?? 0) + 2
         var text = ""
@@ -31,7 +36,7 @@ enum TextLayout {
             let label = field.label + String(repeating: " ", count: width - field.label.count)
             let lines = field.value.split(separator: "\n", omittingEmptySubsequences: false)
             for (index, line) in lines.enumerated() {
-                text += trimmedTrailingSpaces((index == 0 ? label : pad) + line) + "\n"
+                text += trimmedTrailingSpaces((index == 0 ? label : pad) + TerminalText.escaped(String(line))) + "\n"
             }
         }
         return text

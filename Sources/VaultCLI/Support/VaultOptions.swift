@@ -58,20 +58,26 @@ struct VaultOptions: ParsableArguments {
 
     /// Opens the existing vault with the key from `KeySources`.
     /// - Throws: `.notFound` before any passphrase is asked for when there is no vault; the errors of `SecretStore.open`.
-    func openStore() throws -> SecretStore {
+    /// - Parameter allowWeakPassphrase: let `changeKey` accept a weak new passphrase (`vault passwd`).
+    func openStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
         let directory = directory
         guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
-        return try SecretStore.open(in: directory, key: try KeySources.current(self, confirmNew: false), options: storeOptions)
+        var options = storeOptions
+        options.allowsWeakPassphrase = allowWeakPassphrase
+        return try SecretStore.open(in: directory, key: try KeySources.current(self, confirmNew: false), options: options)
     }
 
     /// Creates a new vault; a passphrase typed on the terminal is asked for twice.
+    /// - Parameter allowWeakPassphrase: accept a passphrase under `PassphraseStrength.minimumBytes`.
     /// - Throws: `.alreadyExists` before any passphrase is asked for; the errors of `SecretStore.create`.
-    func createStore() throws -> SecretStore {
+    func createStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
         let directory = directory
         if SecretStore.exists(in: directory) {
             throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
                              fix: "use it, choose another --vault DIR, or destroy it with 'vault wipe'")
         }
-        return try SecretStore.create(in: directory, key: try KeySources.current(self, confirmNew: true), options: storeOptions)
+        var options = storeOptions
+        options.allowsWeakPassphrase = allowWeakPassphrase
+        return try SecretStore.create(in: directory, key: try KeySources.current(self, confirmNew: true), options: options)
     }
 }

@@ -85,7 +85,7 @@ import VaultCrypto
         try fixture.store().put(NewEntry(name: "a", owner: SessionNamespaces.user("u1"), secret: secret("account a")))
         let report = try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 3600),
                                               policy: .custom { guest, account in
-                                                  guest.name == account.name ? .keepGuest : .keepAccount
+                                                  guest.metadata.name == account.metadata.name ? .keepGuest : .keepAccount
                                               })
         #expect(report.conflicts == [.init(name: "a", resolution: .keepGuest)])
         #expect(try await session.item(named: "a") == secret("guest a"))

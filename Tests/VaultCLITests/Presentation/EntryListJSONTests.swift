@@ -18,3 +18,14 @@ import Testing
         #expect(EntryListJSON.render([], now: now) == (try JSONValue.array([]).serialized(prettyPrinted: true)))
     }
 }
+
+/// `verify --json` prints a generation above 2^53 exactly.
+@Suite struct VerifyJSONGenerationTests {
+    @Test func generationAbove2To53IsExact() throws {
+        let report = VerificationReport(vaultID: "00", generation: (1 << 53) + 1, entriesChecked: 0, failures: [])
+        let text = String(decoding: try report.jsonValue.serialized(), as: UTF8.self)
+        #expect(text.contains(#""generation":9007199254740993"#), "\(text)")
+        let huge = VerificationReport(vaultID: "00", generation: UInt64.max, entriesChecked: 0, failures: [])
+        #expect(String(decoding: try huge.jsonValue.serialized(), as: UTF8.self).contains(#""generation":18446744073709551615"#))
+    }
+}

@@ -23,7 +23,7 @@ struct VaultCommand: AsyncParsableCommand {
             CommandGroup(name: "Vault", subcommands: [
                 Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, SelfCheck.self,
             ]),
-            CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self]),
+            CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self]),
             CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Demo.self]),
         ]
     )
@@ -35,6 +35,9 @@ struct VaultCommand: AsyncParsableCommand {
     /// Hardens the process, parses, runs, and turns any error into a message and an exit status.
     static func main() async {
         prepareProcess()
+        if let helper = CredentialHelperDispatch.helper(invokedAs: CommandLine.arguments.first ?? "") {
+            terminate(helper(Array(CommandLine.arguments.dropFirst())))
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

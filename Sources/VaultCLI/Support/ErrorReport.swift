@@ -29,6 +29,9 @@ enum ErrorReport {
         case let error as UsageError:
             show(error.message, hint: error.hint)
             return VaultExitStatus.usage
+        case let error as CommandNotStarted:
+            show(error.description, hint: nil)
+            return error.exitStatus
         default:
             return nil
         }

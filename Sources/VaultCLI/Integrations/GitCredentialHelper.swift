@@ -1,0 +1,90 @@
+import CredentialVault
+import Foundation
+import VaultCrypto
+
+/// `git-credential-vault [VAULT OPTIONS] get|store|erase`: the git credential helper.
+///
+/// git starts it with the attributes on standard input and, for `get`, reads the answer
+/// from standard output. It never prompts (git may run it without a terminal): the key
+/// comes from `--key-file`, `--passphrase-file`, `$VAULT_KEY_FILE` or `$VAULT_PASSPHRASE`,
+/// else it fails at once with a message on standard error, which git shows.
+enum GitCredentialHelper {
+    /// The name under which `vault` acts as this helper.
+    static let executableName = "git-credential-vault"
+
+    /// Runs one request and returns the exit status.
+    /// - Parameter arguments: the arguments after argv[0]; the last is the operation.
+    static func main(_ arguments: [String]) -> Int32 {
+        guard let operation = arguments.last else {
+            ErrorReport.show("usage: \(executableName) [--vault DIR] [--key-file FILE] get|store|erase",
+                             hint: "git runs it for you: git config --global credential.helper vault")
+            return VaultExitStatus.usage
+        }
+        do {
+            let options = try VaultOptions.parse(Array(arguments.dropLast()) + ["--no-prompt"])
+            // Always drain standard input first: git writes the whole request before reading.
+            let input = try StandardIO.readAll(from: StandardIO.input, limit: VaultLimits.maximumSecretBytes, name: "standard input")
+            let request = GitCredential(CredentialFields.parse(input, secretKeys: GitCredential.secretKeys))
+            switch operation {
+            case "get":
+                if let found = try get(request, options: options) {
+                    try StandardIO.printOutput(try found.response())
+                }
+            case "store": try store(request, options: options)
+            case "erase": try erase(request, options: options)
+            default: break // gitcredentials(7): unknown operations are silently ignored.
+            }
+            return VaultExitStatus.success
+        } catch {
+            if let status = ErrorReport.report(error) { return status }
+            ErrorReport.show(TerminalText.escaped(String(describing: error)), hint: nil)
+            return VaultExitStatus.usage
+        }
+    }
+
+    /// The newest unexpired stored credential that matches `request`, with its secret.
+    static func get(_ request: GitCredential, options: VaultOptions) throws -> GitCredential? {
+        guard request.protocolName != nil || request.host != nil else { return nil }
+        let now = Date()
+        return try options.openStore().snapshot { view -> GitCredential? in
+            let candidates = view.list(owner: "").compactMap { metadata -> (EntryMetadata, GitCredential)? in
+                guard !metadata.isExpired(at: now), let stored = GitCredential(entryName: metadata.name),
+                      request.matches(stored) else { return nil }
+                return (metadata, stored)
+            }
+            guard let (metadata, identity) = candidates.max(by: { $0.0.updatedAt < $1.0.updatedAt }) else { return nil }
+            var found = identity
+            found.readSecret(try view.secret(named: metadata.name, owner: ""))
+            found.passwordExpiry = metadata.expiresAt
+            return found.password == nil ? nil : found
+        }
+    }
+
+    /// Stores a complete credential (protocol, host or path, username, password), replacing
+    /// the one of the same identity; an incomplete or already expired one is ignored, as git's own helpers do.
+    static func store(_ request: GitCredential, options: VaultOptions) throws {
+        guard request.protocolName != nil, request.host != nil || request.path != nil, request.username != nil,
+              let password = request.password, !password.isEmpty else { return }
+        if let expiry = request.passwordExpiry, expiry <= Date() { return }
+        let entry = NewEntry(name: request.entryName, secret: try request.storedSecret(), kind: .password,
+                             label: "git credential", expiresAt: request.passwordExpiry)
+        try options.openStore().put(entry, replace: true)
+    }
+
+    /// Removes every stored credential matching `request` (and its password, when git sends one).
+    /// A request without protocol and host removes nothing.
+    static func erase(_ request: GitCredential, options: VaultOptions) throws {
+        guard request.protocolName != nil || request.host != nil else { return }
+        try options.openStore().update { transaction in
+            for metadata in transaction.list(owner: "") {
+                guard let stored = GitCredential(entryName: metadata.name), request.matches(stored) else { continue }
+                if let password = request.password {
+                    var withSecret = stored
+                    withSecret.readSecret(try transaction.secret(named: metadata.name, owner: ""))
+                    guard withSecret.password == password else { continue }
+                }
+                try transaction.remove(named: metadata.name, owner: "")
+            }
+        }
+    }
+}

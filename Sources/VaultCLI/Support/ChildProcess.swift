@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CredentialVault
+import VaultCrypto
+
+// The child that SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to (0: none yet).
+// `nonisolated(unsafe)` is safe: written once on the main thread, before it matters, and
+// only read by the signal handler (an aligned 32-bit load).
+nonisolated(unsafe) private var forwardingTarget: pid_t = 0
+
+/// Passes a signal on to the child; vault itself keeps running until the child ends.
+private func forwardSignal(_ signal: Int32) {
+    if forwardingTarget > 0 { _ = kill(forwardingTarget, signal) }
+}
+
+/// Starts a command with extra environment variables and waits for it, for `vault exec`.
+enum ChildProcess {
+    /// The signals passed on to the child.
+    static let forwardedSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    /// How the child ended.
+    enum Outcome: Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+    }
+
+    /// Starts `command` (looked up on PATH) with vault's environment plus `secrets`
+    /// (`NAME=value`, which replace variables of the same name). The assignments are built in
+    /// one buffer that is wiped as soon as the child has started: the secrets then live only
+    /// in the child.
+    /// - Parameters:
+    ///   - command: the program and its arguments.
+    ///   - secrets: the variables to add, by name; consumed.
+    /// - Returns: the child's PID.
+    /// - Throws: `UsageError` for a command that cannot be started (exit 127 or 126 via `CommandNotStarted`).
+    static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)]) throws -> pid_t {
+        // Install the forwarders and make sure vault receives these signals at all: a parent
+        // may have started it with them blocked (the mask is inherited).
+        var forwarded = sigset_t()
+        sigemptyset(&forwarded)
+        for number in forwardedSignals {
+            _ = signal(number, forwardSignal)
+            sigaddset(&forwarded, number)
+        }
+        _ = pthread_sigmask(SIG_UNBLOCK, &forwarded, nil)
+        var assignments: [UInt8] = []
+        var offsets: [Int] = []
+        for secret in secrets {
+            offsets.append(assignments.count)
+            assignments += Array(secret.name.utf8) + [UInt8(ascii: "=")]
+            secret.value.withUnsafeBytes { assignments += $0 }
+            assignments.append(0)
+        }
+        secrets = []
+        defer { SecureWipe.wipe(&assignments) }
+        let replaced = Set(secretsNames(assignments: assignments, offsets: offsets))
+        var inherited: [UnsafeMutablePointer<CChar>?] = []
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let name = String(cString: entry).prefix { $0 != "=" }
+            if !replaced.contains(String(name)) { inherited.append(entry) }
+            cursor += 1
+        }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child starts with default dispositions (vault ignores SIGPIPE) and no blocked signals.
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in forwardedSignals + [SIGPIPE] { sigaddset(&defaults, number) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var pid: pid_t = 0
+        let arguments = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        let status = assignments.withUnsafeMutableBytes { raw -> Int32 in
+            guard let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self) else { return EINVAL }
+            let environment = inherited + offsets.map { Optional(base + $0) } + [nil]
+            return posix_spawnp(&pid, command[0], nil, &attributes, arguments, environment)
+        }
+        guard status == 0 else {
+            throw CommandNotStarted(command: command[0], errno: status)
+        }
+        forwardingTarget = pid
+        return pid
+    }
+
+    /// Waits for the child to end (retrying `EINTR`, which forwarded signals cause).
+    static func wait(for pid: pid_t) throws -> Outcome {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw VaultError.io("waiting for the command", path: nil, errno: errno) }
+        }
+        forwardingTarget = 0
+        let low = status & 0x7F
+        return low == 0 ? .exited((status >> 8) & 0xFF) : .signalled(low)
+    }
+
+    private static func secretsNames(assignments: [UInt8], offsets: [Int]) -> [String] {
+        offsets.map { offset in
+            let end = assignments[offset...].firstIndex(of: UInt8(ascii: "=")) ?? offset
+            return String(decoding: assignments[offset..<end], as: UTF8.self)
+        }
+    }
+}
+
+/// The command of `vault exec` could not be started: 127 when it is not found, 126 otherwise (as shells do).
+struct CommandNotStarted: Error, CustomStringConvertible {
+    let command: String
+    let errno: Int32
+
+    var exitStatus: Int32 { errno == ENOENT ? 127 : 126 }
+    var description: String {
+        "cannot run '\(TerminalText.escaped(command))': \(String(cString: strerror(errno)))"
+    }
+}

@@ -28,7 +28,16 @@ struct VaultCommand: AsyncParsableCommand {
         ]
     )
 
+    /// For scripts/manpages: print the ENVIRONMENT, EXIT STATUS and EXAMPLES sections of the
+    /// man page as mdoc, from the same tables as this help (`HelpText`, `VaultExitStatus`).
+    @Flag(name: .customLong("mdoc-sections"), help: .hidden)
+    var mdocSections = false
+
     mutating func run() async throws {
+        if mdocSections {
+            try StandardIO.printOutput(HelpText.mdocSections)
+            return
+        }
         throw CleanExit.helpRequest(self)
     }
 

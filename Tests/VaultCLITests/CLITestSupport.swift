@@ -190,8 +190,8 @@ enum CLIBinary {
     }
 }
 
-/// The committed fixtures of this target. They never change (help.txt excepted: it is the
-/// help snapshot, re-recorded with VAULT_RECORD_SNAPSHOTS=1 when commands change).
+/// The committed fixtures of this target. They never change: a changed help page gets a new
+/// snapshot file (VAULT_RECORD_SNAPSHOTS=1 writes a missing one), never an edited old one.
 enum CLIFixtures {
     static var root: URL {
         get throws {

@@ -18,6 +18,30 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
+    @Test func keygenMakesMissingFoldersPrivateAndLeavesExistingOnesAlone() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        // An existing, ordinary 0755 folder (like ~/.config on many systems) stays as it is.
+        try FileManager.default.createDirectory(atPath: sandbox.path("home"), withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        let path = sandbox.path("home/.config/vault/key")
+        let result = try sandbox.run(["keygen", path])
+        #expect(result.status == 0, "\(result.stderrText)")
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        #expect(try mode(sandbox.path("home")) == 0o755)
+        #expect(try mode(sandbox.path("home/.config")) == 0o700)
+        #expect(try mode(sandbox.path("home/.config/vault")) == 0o700)
+        #expect(try mode(path) == 0o600)
+        // A path through a regular file fails cleanly and creates nothing.
+        _ = sandbox.privateFile("plain", "x")
+        let blocked = try sandbox.run(["keygen", sandbox.path("plain/sub/key")])
+        #expect(blocked.status != 0)
+        #expect(blocked.stderrText.hasPrefix("vault: "))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("plain/sub")))
+    }
+
     @Test func initCreatesAnEmptyVaultAndRefusesASecond() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

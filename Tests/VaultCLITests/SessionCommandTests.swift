@@ -20,7 +20,12 @@ import Testing
         for key in ["state", "anonymousId", "userId", "expiresAt", "reason"] { #expect(object.keys.contains(key), "missing \(key)") }
         #expect(object["state"] as? String == "guest")
         #expect(object["userId"] is NSNull)
-        let anonymousID = try #require(object["anonymousId"] as? String)
+        // status only reads: before anything made one, there is no anonymous id.
+        #expect(object["anonymousId"] is NSNull)
+        let guest = try sandbox.run(["guest"])
+        #expect(guest.status == 0, "\(guest.stderrText)")
+        let anonymousID = guest.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try Self.json(sandbox.run(["status", "--json"]))["anonymousId"] as? String == anonymousID)
         #expect(try Self.json(sandbox.run(["status", "--json"]))["anonymousId"] as? String == anonymousID)
     }
 

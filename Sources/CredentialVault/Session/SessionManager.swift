@@ -80,24 +80,63 @@ public actor SessionManager {
                 try await removeOrphanedCredentials(profile: profile)
                 return .guest(anonymousID: profile.anonymousID ?? "")
             }
-            guard let store = try await openStoreOffPool(create: false) else {
-                return .expired(user, hasRefreshToken: false, expiresAt: nil)
+            return try await state(of: user, minTTL: minTTL)
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    /// The state `restore()` would return, found without changing anything on disk: for
+    /// read-only callers such as a status display. It never creates the directory, the profile,
+    /// an anonymous id or a lock file; an interrupted sign-in is reported as it would be
+    /// settled (signed in when its vault write landed, else as before) but not settled, and
+    /// credentials a crashed sign-out left behind are ignored, not removed. Nothing is
+    /// published to `stateUpdates`.
+    /// - Parameter minTTL: As for `restore(minTTL:)`.
+    /// - Returns: The session state; `.guest` with an empty anonymous id when there is no
+    ///   profile yet (`anonymousID` stays nil). Never throws.
+    public func peek(minTTL: Duration = .zero) async -> SessionState {
+        do {
+            let loaded = try profiles.load()
+            anonymousID = loaded?.anonymousID
+            // As restore(): an existing vault without a key is locked, whoever is signed in.
+            if key == nil, SecretStore.exists(in: directory) { throw SessionUnavailable(reason: .locked, error: nil) }
+            guard var profile = loaded else { return .guest(anonymousID: "") }
+            if let journal = profile.pendingSignIn, try await signInLandedOffPool(journal) {
+                profile.user = journal.user
             }
-            let credentials = try store.snapshot { view in
-                try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: view)
-            }
-            guard let credentials else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
-            guard isValid(credentials, minTTL: minTTL) else {
-                return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)
-            }
-            return user.onboardingComplete ? .signedIn(user, credentials) : .needsOnboarding(user, credentials)
-        } catch let unavailable as SessionUnavailable {
+            guard let user = profile.user else { return .guest(anonymousID: profile.anonymousID ?? "") }
+            return try await state(of: user, minTTL: minTTL)
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    /// The state of a profile that names `user`: from the user's credentials in the vault.
+    private func state(of user: User, minTTL: Duration) async throws -> SessionState {
+        guard let store = try await openStoreOffPool(create: false) else {
+            return .expired(user, hasRefreshToken: false, expiresAt: nil)
+        }
+        let credentials = try store.snapshot { view in
+            try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: view)
+        }
+        guard let credentials else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
+        guard isValid(credentials, minTTL: minTTL) else {
+            return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)
+        }
+        return user.onboardingComplete ? .signedIn(user, credentials) : .needsOnboarding(user, credentials)
+    }
+
+    /// `.unavailable` with the reason for `error`.
+    private func unavailable(_ error: any Error) -> SessionState {
+        switch error {
+        case let unavailable as SessionUnavailable:
             logger.warning("session unavailable", metadata: ["reason": "\(unavailable.reason.rawValue)"])
             return .unavailable(unavailable)
-        } catch let error as VaultError {
+        case let error as VaultError:
             logger.warning("session unavailable", metadata: ["error": "\(error.code)"])
             return .unavailable(SessionUnavailable(error))
-        } catch {
+        default:
             return .unavailable(SessionUnavailable(reason: .unreadable, error: VaultError(.io, "\(error)")))
         }
     }
@@ -389,25 +428,30 @@ public actor SessionManager {
     /// Rolls a journalled sign-in forward when its vault write carries the marker, back otherwise.
     /// Call with `session.lock` held.
     private func settle(_ journal: PendingSignIn) throws {
-        let landed: Bool
-        if let store = try openStore(create: false) {
-            landed = try store.snapshot { view in
-                guard view.metadata(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID)) != nil else {
-                    return false
-                }
-                let marker = try view.secret(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID))
-                return marker == SecureBytes(copying: Array(journal.journalID.utf8))
-            }
-        } else {
-            landed = false
-        }
-        if landed {
+        if try signInLanded(journal, in: openStore(create: false)) {
             try commit(journal)
             logger.notice("finished an interrupted sign-in", metadata: ["user": "\(journal.userID)"])
         } else {
             try profiles.update { profile in profile.pendingSignIn = nil }
             logger.notice("rolled back an interrupted sign-in", metadata: ["user": "\(journal.userID)"])
         }
+    }
+
+    /// Whether the vault write of a journalled sign-in landed: `store` carries its marker.
+    private func signInLanded(_ journal: PendingSignIn, in store: SecretStore?) throws -> Bool {
+        guard let store else { return false }
+        return try store.snapshot { view in
+            guard view.metadata(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID)) != nil else {
+                return false
+            }
+            let marker = try view.secret(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID))
+            return marker == SecureBytes(copying: Array(journal.journalID.utf8))
+        }
+    }
+
+    /// `signInLanded`, with the unlock off the cooperative pool.
+    private func signInLandedOffPool(_ journal: PendingSignIn) async throws -> Bool {
+        try signInLanded(journal, in: await openStoreOffPool(create: false))
     }
 
     /// The commit point of a sign-in: the profile names the user. Then the marker goes.

@@ -27,7 +27,7 @@ extension VaultCommand {
 
         @Option(help: ArgumentHelp("What the secret is: \(EntryKind.acceptedNames) (access-token etc. work too).",
                                    valueName: "KIND"),
-                transform: EntryKind.init(parsing:))
+                completion: .list(EntryKind.allCases.map(\.rawValue)), transform: EntryKind.init(parsing:))
         var kind: EntryKind = .generic
 
         @Option(name: .customLong("expires-at"), help: ArgumentHelp(

@@ -18,7 +18,7 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: "The entry's name.")
+        @Argument(help: "The entry's name.", completion: EntryNameCompletion.kind)
         var name: String
 
         @Flag(help: "Copy the secret to the clipboard instead of printing it.")

@@ -16,7 +16,7 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: "The entry's name.")
+        @Argument(help: "The entry's name.", completion: EntryNameCompletion.kind)
         var name: String
 
         @Flag(help: "Print a JSON object (see docs/CLI.md).")

@@ -7,14 +7,17 @@ extension VaultCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
             abstract: "Create a new random 32-byte key file (mode 0600); never overwrites.",
-            discussion: "Keep a copy somewhere safe: a vault made with this key cannot be opened without it."
+            discussion: """
+                Missing folders on the way are made with mode 0700 (existing ones are left as they are). \
+                Keep a copy somewhere safe: a vault made with this key cannot be opened without it.
+                """
         )
 
-        @Argument(help: ArgumentHelp("Where to write the key.", valueName: "FILE"))
+        @Argument(help: ArgumentHelp("Where to write the key.", valueName: "FILE"), completion: .file())
         var file: String
 
         func run() throws {
-            try VaultKey.generateKeyFile(path: file)
+            try VaultKey.generateKeyFile(path: file, createMissingFolders: true)
             ErrorReport.note("Created key file \(file) (32 bytes, mode 0600).")
         }
     }

@@ -23,11 +23,11 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Option(name: .customLong("new-key-file"), help: ArgumentHelp("Open the vault with this key file from now on.", valueName: "FILE"))
+        @Option(name: .customLong("new-key-file"), help: ArgumentHelp("Open the vault with this key file from now on.", valueName: "FILE"), completion: .file())
         var newKeyFile: String?
 
         @Option(name: .customLong("new-passphrase-file"), help: ArgumentHelp(
-            "Open the vault with the passphrase in FILE from now on.", valueName: "FILE"))
+            "Open the vault with the passphrase in FILE from now on.", valueName: "FILE"), completion: .file())
         var newPassphraseFile: String?
 
         @Flag(name: .customLong("weak-passphrase"), help: "Accept a new passphrase shorter than 12 bytes.")

@@ -11,7 +11,7 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: "The entry's name.")
+        @Argument(help: "The entry's name.", completion: EntryNameCompletion.kind)
         var name: String
 
         @Option(help: .hidden)

@@ -34,7 +34,7 @@ extension VaultCommand {
 
         @Option(name: .customLong("merge-policy"), help: ArgumentHelp(
             "For items both the guest and the account have: keepAccount (default), keepGuest, newestWins, fail.",
-            valueName: "POLICY"), transform: MergePolicy.init(parsing:))
+            valueName: "POLICY"), completion: .list(MergePolicy.names), transform: MergePolicy.init(parsing:))
         var mergePolicy: MergePolicy = .keepAccount
 
         @Flag(help: "Print the migration report as JSON.")
@@ -71,6 +71,9 @@ extension VaultCommand {
 }
 
 extension MergePolicy {
+    /// The names `--merge-policy` takes, for help and shell completion.
+    static let names = ["keepAccount", "keepGuest", "newestWins", "fail"]
+
     /// Parses `--merge-policy`.
     init(parsing text: String) throws {
         switch text.lowercased().replacingOccurrences(of: "-", with: "") {

@@ -9,8 +9,9 @@ extension VaultCommand {
             commandName: "status",
             abstract: "Show the session state: guest, signedIn, needsOnboarding, expired or unavailable.",
             discussion: """
-                Rebuilds the session exactly as an app does at start-up (SessionManager.restore()), finishing \
-                or rolling back a sign-in a crash interrupted. Exits 0 when the state is known; when it is \
+                Finds the session as an app would at start-up (SessionManager.restore()) but changes nothing \
+                (SessionManager.peek()): a sign-in a crash interrupted is reported as it would be settled; with no \
+                vault and no profile it says so and creates none. Exits 0 when the state is known; when it is \
                 'unavailable' the exit status says why (65 corrupt, 74 unreadable, 75 busy, 77 locked or wrong key).
                 """
         )
@@ -26,8 +27,27 @@ extension VaultCommand {
         var minTTL: Int64 = 0
 
         func run() async throws {
+            // A read command: it never writes, so it reports what a start-up would find
+            // (SessionManager.peek) and creates no folder, profile or lock file.
+            if options.hasNoSession {
+                let message = "no vault or profile in \(TerminalText.escaped(options.directory)) (nothing was created)"
+                if json {
+                    var object = SessionState.guest(anonymousID: "").jsonValue(anonymousID: nil)
+                    if case var .object(fields) = object {
+                        fields["message"] = .string(message)
+                        object = .object(fields)
+                    }
+                    try StandardIO.printOutput(TextLayout.json(object))
+                } else {
+                    try StandardIO.printOutput(TextLayout.fields([
+                        ("state", "guest"),
+                        ("vault", message + "; 'vault init' or 'vault guest' makes one"),
+                    ]))
+                }
+                return
+            }
             let session = try options.sessionManager(needsKey: false)
-            let state = await session.restore(minTTL: .seconds(minTTL))
+            let state = await session.peek(minTTL: .seconds(minTTL))
             let anonymousID = await session.anonymousID
             if json {
                 try StandardIO.printOutput(TextLayout.json(state.jsonValue(anonymousID: anonymousID)))

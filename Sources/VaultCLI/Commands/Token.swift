@@ -19,8 +19,10 @@ extension VaultCommand {
         var minTTL: Int64 = 0
 
         func run() async throws {
+            // A read command: nothing is created or settled (SessionManager.peek).
+            if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
-            switch await session.restore(minTTL: .seconds(minTTL)) {
+            switch await session.peek(minTTL: .seconds(minTTL)) {
             case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
                 try StandardIO.printOutput(credentials.accessToken)
             case .expired:

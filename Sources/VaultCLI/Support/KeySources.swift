@@ -77,7 +77,7 @@ enum KeySources {
 
     /// A passphrase variable, taken out of the environment into zeroising memory at start-up
     /// (`PassphraseEnvironment`), never into a `String`.
-    private static func environmentSecret(_ name: String) -> SecureBytes? {
+    static func environmentSecret(_ name: String) -> SecureBytes? {
         PassphraseEnvironment.value(name)
     }
 }

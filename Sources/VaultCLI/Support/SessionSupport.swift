@@ -21,6 +21,13 @@ extension VaultOptions {
         configuration.acceptRollback = acceptRollback
         return SessionManager(directory: directory, key: key, configuration: configuration)
     }
+
+    /// True when the vault directory holds neither a vault nor a profile: nothing to read,
+    /// and a read command must not create them (`status` and `token` say so instead).
+    var hasNoSession: Bool {
+        let profile = (directory as NSString).appendingPathComponent("profile.json")
+        return !SecretStore.exists(in: directory) && access(profile, F_OK) != 0
+    }
 }
 
 extension SessionState {

@@ -9,15 +9,15 @@ import VaultCrypto
 struct VaultOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault, else ~/.local/share/vault).",
-        valueName: "DIR"))
+        valueName: "DIR"), completion: .directory)
     var vault: String?
 
     @Option(name: .customLong("key-file"), help: ArgumentHelp(
-        "A 32-byte key file made by 'vault keygen' (default: $VAULT_KEY_FILE).", valueName: "FILE"))
+        "A 32-byte key file made by 'vault keygen' (default: $VAULT_KEY_FILE).", valueName: "FILE"), completion: .file())
     var keyFile: String?
 
     @Option(name: .customLong("passphrase-file"), help: ArgumentHelp(
-        "Read the passphrase from FILE (mode 0600; one trailing newline is dropped).", valueName: "FILE"))
+        "Read the passphrase from FILE (mode 0600; one trailing newline is dropped).", valueName: "FILE"), completion: .file())
     var passphraseFile: String?
 
     @Flag(name: .customLong("no-prompt"), help: "Never ask on the terminal; fail when a passphrase or confirmation is needed.")

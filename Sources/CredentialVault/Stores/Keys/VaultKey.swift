@@ -25,8 +25,19 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     }
 
     /// Writes a new random 32-byte key file with mode 0600; refuses to overwrite.
-    /// - Throws: `.alreadyExists` when the file exists, `.io` on failure.
-    public static func generateKeyFile(path: String) throws {
+    /// - Parameters:
+    ///   - path: where to write it.
+    ///   - createMissingFolders: make the missing folders on the way, each 0700 (`mkdir -p`
+    ///     with a private mode); folders that exist are left as they are.
+    /// - Throws: `.alreadyExists` when the file exists, `.notFound` when its folder is missing
+    ///   (and `createMissingFolders` is false), `.io` on failure.
+    public static func generateKeyFile(path: String, createMissingFolders: Bool = false) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        // Only a missing folder is made (0700, through descriptors, ancestors checked as for
+        // a vault folder); an existing one is left as it is, whatever its mode.
+        if createMissingFolders, !folder.isEmpty, !SecureFileSystem.exists(folder) {
+            _ = try SecureFileSystem.openPrivateDirectory(folder, create: true)
+        }
         // createFileExclusively refuses an existing path atomically (O_EXCL): no check first.
         let key = try SecureRandom.secureBytes(count: keyMaterialByteCount)
         var bytes = key.withUnsafeBytes { Array($0) }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reader of vault format v1, written from docs/FORMAT.md alone.
+"""Independent reader of vault formats v1 and v2, written from docs/FORMAT.md alone.
 
 Usage: decrypt-vault.py VAULT_FILE (--key-file FILE | --passphrase-file FILE)
 Prints the entries as JSON (secrets base64-encoded). Used by the test suite to
@@ -20,6 +20,48 @@ def hkdf(ikm, salt, info):
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(ikm)
 
 
+def parse_entries(index, pos, count, values, k_value, vault_id):
+    """Entries (the same layout in v1 and v2) from index[pos:], values at offsets in `values`."""
+    entries = []
+
+    def take(n):
+        nonlocal pos
+        chunk = index[pos:pos + n]
+        if len(chunk) != n: sys.exit("index ends early")
+        pos += n
+        return chunk
+
+    expected_offset = 0
+    previous = None
+    for _ in range(count):
+        owner_b = take(struct.unpack(">H", take(2))[0])
+        name_b = take(struct.unpack(">H", take(2))[0])
+        if previous is not None and not previous < (owner_b, name_b): sys.exit("entries out of order")
+        previous = (owner_b, name_b)
+        owner, name = owner_b.decode(), name_b.decode()
+        kind_code = take(1)[0]
+        eflags = take(1)[0]
+        if eflags & ~7: sys.exit("unknown entry flags")
+        label = take(struct.unpack(">H", take(2))[0]).decode() if eflags & 1 else None
+        created, updated = struct.unpack(">qq", take(16))
+        expires = struct.unpack(">q", take(8))[0] if eflags & 2 else None
+        offset, length = struct.unpack(">QI", take(12))
+        if offset != expected_offset or offset + length > len(values): sys.exit("bad value offsets")
+        expected_offset += length
+        nonce, tag = take(12), take(16)
+        aad = (b"vault/v1/value" + vault_id + struct.pack(">H", len(owner_b)) + owner_b
+               + struct.pack(">H", len(name_b)) + name_b)
+        secret = AESGCM(k_value).decrypt(nonce, values[offset:offset + length] + tag, aad)
+        entries.append({
+            "owner": owner, "name": name, "kind": KINDS[kind_code], "label": label,
+            "createdMs": created, "updatedMs": updated, "expiresMs": expires,
+            "transferable": bool(eflags & 4), "secretBase64": base64.b64encode(secret).decode(),
+        })
+    if expected_offset != len(values): sys.exit("values not fully claimed")
+    if any(index[pos:]): sys.exit("non-zero padding")
+    return entries, pos
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("vault")
@@ -29,8 +71,15 @@ def main():
     data = open(args.vault, "rb").read()
 
     if data[:8] != MAGIC: sys.exit("bad magic")
-    if data[8] != 1: sys.exit("unsupported version")
-    if hashlib.sha256(data[:182]).digest()[:8] != data[182:190]: sys.exit("bad checksum")
+    major = data[8]
+    if major == 1:
+        header_len, checksummed, maced = 190, 182, 150
+    elif major == 2:
+        header_len, checksummed, maced = 182, 174, 142
+    else:
+        sys.exit("unsupported version")
+    if len(data) < header_len: sys.exit("header ends early")
+    if hashlib.sha256(data[:checksummed]).digest()[:8] != data[checksummed:header_len]: sys.exit("bad checksum")
     flags, = struct.unpack(">H", data[10:12])
     if flags != 0: sys.exit("unknown flags")
     vault_id = data[12:28]
@@ -38,12 +87,19 @@ def main():
     r, p = struct.unpack(">II", data[30:38])
     salt = data[38:70]
     wrap_nonce, wrapped, wrap_tag = data[70:82], data[82:114], data[114:130]
-    generation, index_len, values_len = struct.unpack(">QIQ", data[130:150])
-    mac = data[150:182]
-    if len(data) != 218 + index_len + values_len: sys.exit("length mismatch")
+    if major == 1:
+        generation, index_len, values_len = struct.unpack(">QIQ", data[130:150])
+    else:
+        index_len, values_len = struct.unpack(">IQ", data[130:142])
+    mac = data[maced:maced + 32]
+    values_start = header_len + 12 + index_len + 16
+    if len(data) != values_start + values_len: sys.exit("length mismatch")
+    if major == 2 and (values_start % 1024 or values_len % 1024): sys.exit("regions not padded")
 
     if kind == 1:
-        passphrase = open(args.passphrase_file, "rb").read().rstrip(b"\n")
+        passphrase = open(args.passphrase_file, "rb").read()
+        if passphrase.endswith(b"\n"): passphrase = passphrase[:-1]
+        if passphrase.endswith(b"\r"): passphrase = passphrase[:-1]
         kek = Scrypt(salt=salt, length=32, n=1 << log_n, r=r, p=p).derive(passphrase)
     elif kind == 2:
         key = open(args.key_file, "rb").read()
@@ -51,44 +107,28 @@ def main():
     else:
         sys.exit("unknown slot kind")
     dek = AESGCM(kek).decrypt(wrap_nonce, wrapped + wrap_tag, data[:70])
-    k_mac = hkdf(dek, vault_id, b"vault/v1/header-mac")
-    k_index = hkdf(dek, vault_id, b"vault/v1/index")
+    label = b"vault/v%d/" % major
+    k_mac = hkdf(dek, vault_id, label + b"header-mac")
+    k_index = hkdf(dek, vault_id, label + b"index")
     k_value = hkdf(dek, vault_id, b"vault/v1/value")
-    if not hmac.compare_digest(hmac.new(k_mac, data[:150], hashlib.sha256).digest(), mac): sys.exit("header MAC")
+    if not hmac.compare_digest(hmac.new(k_mac, data[:maced], hashlib.sha256).digest(), mac): sys.exit("header MAC")
 
-    index = AESGCM(k_index).decrypt(data[190:202], data[202:218 + index_len], data[:190])
-    values = data[218 + index_len:]
-    if index[:16] != vault_id or struct.unpack(">Q", index[16:24])[0] != generation: sys.exit("index binding")
-    count, = struct.unpack(">I", index[24:28])
-    pos = 28
-    entries = []
-
-    def take(n):
-        nonlocal pos
-        chunk = index[pos:pos + n]
-        pos += n
-        return chunk
-
-    for _ in range(count):
-        owner = take(struct.unpack(">H", take(2))[0]).decode()
-        name = take(struct.unpack(">H", take(2))[0]).decode()
-        kind_code = take(1)[0]
-        eflags = take(1)[0]
-        label = take(struct.unpack(">H", take(2))[0]).decode() if eflags & 1 else None
-        created, updated = struct.unpack(">qq", take(16))
-        expires = struct.unpack(">q", take(8))[0] if eflags & 2 else None
-        offset, length = struct.unpack(">QI", take(12))
-        nonce, tag = take(12), take(16)
-        aad = (b"vault/v1/value" + vault_id + struct.pack(">H", len(owner.encode())) + owner.encode()
-               + struct.pack(">H", len(name.encode())) + name.encode())
-        secret = AESGCM(k_value).decrypt(nonce, values[offset:offset + length] + tag, aad)
-        entries.append({
-            "owner": owner, "name": name, "kind": KINDS[kind_code], "label": label,
-            "createdMs": created, "updatedMs": updated, "expiresMs": expires,
-            "transferable": bool(eflags & 4), "secretBase64": base64.b64encode(secret).decode(),
-        })
-    if any(index[pos:]): sys.exit("non-zero padding")
-    json.dump({"vaultId": vault_id.hex(), "generation": generation, "entries": entries}, sys.stdout, indent=2)
+    index = AESGCM(k_index).decrypt(data[header_len:header_len + 12], data[header_len + 12:values_start], data[:header_len])
+    region = data[values_start:]
+    if index[:16] != vault_id: sys.exit("index binding")
+    if major == 1:
+        if struct.unpack(">Q", index[16:24])[0] != generation: sys.exit("index binding")
+        count, = struct.unpack(">I", index[24:28])
+        entries, _ = parse_entries(index, 28, count, region, k_value, vault_id)
+    else:
+        generation, count, exact_values = struct.unpack(">QIQ", index[16:36])
+        # index[36:68] is the state key (for the rollback record; not needed to read).
+        if -(-exact_values // 1024) * 1024 != len(region): sys.exit("values length does not match the region")
+        if any(region[exact_values:]): sys.exit("non-zero values padding")
+        entries, end = parse_entries(index, 68, count, region[:exact_values], k_value, vault_id)
+        fixed = header_len + 12 + 16
+        if len(index) != -(-(fixed + end) // 1024) * 1024 - fixed: sys.exit("index padding not canonical")
+    json.dump({"format": major, "vaultId": vault_id.hex(), "generation": generation, "entries": entries}, sys.stdout, indent=2)
     print()
 
 

@@ -9,9 +9,13 @@ import Testing
     func exampleRunsToItsDocumentedOutcome(name: String) throws {
         let temp = try TemporaryDirectory("vault-example")
         defer { temp.cleanUp() }
+        // The examples' rollback memory goes to its own temporary folder, not to ~/.local/state
+        // (and not into `temp`, which the example must leave empty).
+        let state = try TemporaryDirectory("vault-example-state")
+        defer { state.cleanUp() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: name))
-        process.environment = ["TMPDIR": temp.path, "PATH": "/usr/bin:/bin"]
+        process.environment = ["TMPDIR": temp.path, "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": state.path]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

@@ -62,9 +62,15 @@ import Testing
         let vaultSeeds = try FuzzEntryPoints.seeds(for: .vaultFile, context: context)
         // Mode 0 with the key file's golden vault, and mode 3 (index sealed by the harness).
         #expect(try FuzzEntryPoints.run(.vaultFile, [0] + context.template, context: context) == .accepted)
-        let unsealed = try #require(vaultSeeds.last)
-        #expect(unsealed.first == 3)
-        #expect(try FuzzEntryPoints.run(.vaultFile, unsealed, context: context) == .accepted)
+        #expect(try FuzzEntryPoints.run(.vaultFile, [0] + context.templateV2, context: context) == .accepted)
+        // Mode 3 for both versions (the last two seeds are v1 then v2: 2, 3, 2, 3).
+        let unsealed = vaultSeeds.filter { $0.first == 3 }
+        #expect(unsealed.count == 2)
+        #expect(unsealed.map { $0.count > 9 ? $0[9] : 0 } == [1, 2], "version bytes of the mode-3 seeds")
+        for seed in unsealed { #expect(try FuzzEntryPoints.run(.vaultFile, seed, context: context) == .accepted) }
+        var flippedV2 = context.templateV2
+        flippedV2[131] ^= 1   // index_length in the v2 header
+        #expect(try FuzzEntryPoints.run(.vaultFile, [0] + flippedV2, context: context) == .rejected(.corrupt))
         // Mode 2 re-wraps the key with a fresh nonce, so the header no longer matches the index's AAD.
         #expect(try FuzzEntryPoints.run(.vaultFile, [2] + context.template, context: context) == .rejected(.tampered))
         // A flipped header byte: "damaged" in mode 0, caught by the MAC once the checksum is fixed in mode 1.
@@ -73,8 +79,9 @@ import Testing
         #expect(try FuzzEntryPoints.run(.vaultFile, [0] + flipped, context: context) == .rejected(.corrupt))
         #expect(try FuzzEntryPoints.run(.vaultFile, [1] + flipped, context: context) == .rejected(.tampered))
 
-        let indexSeed = try #require(FuzzEntryPoints.seeds(for: .vaultIndex, context: context).first)
-        #expect(try FuzzEntryPoints.run(.vaultIndex, indexSeed, context: context) == .accepted)
+        let indexSeeds = try FuzzEntryPoints.seeds(for: .vaultIndex, context: context)
+        for seed in indexSeeds { #expect(try FuzzEntryPoints.run(.vaultIndex, seed, context: context) == .accepted) }
+        #expect(indexSeeds.last.map { $0[0] & 0x80 } == 0x80, "a v2 index seed")
         for seed in try FuzzEntryPoints.seeds(for: .profile, context: context) where seed.first == UInt8(ascii: "{") {
             #expect(try FuzzEntryPoints.run(.profile, seed, context: context) == .accepted)
         }

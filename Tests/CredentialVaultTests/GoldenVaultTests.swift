@@ -3,9 +3,10 @@ import Testing
 @testable import CredentialVault
 import VaultCrypto
 
-/// Golden vault files written once by format 1.0 and committed. They must open, with
-/// exactly these contents, in every later version. Never regenerate them: a change that
-/// breaks them is a format break and needs a new major version that still reads these.
+/// Golden vault files written once by format 1.0 (`v1-*`) and 2.0 (`v2-*`) and committed.
+/// They must open, with exactly these contents, in every later version. Never regenerate
+/// them: a change that breaks them is a format break and needs a new major version that
+/// still reads these.
 @Suite struct GoldenVaultTests {
     struct Expected {
         let owner: String, name: String, kind: EntryKind, label: String?
@@ -31,14 +32,29 @@ import VaultCrypto
         ("v1-empty.vault", "bob.key", [], false),
         ("v1-passphrase-logn10.vault", "alice.passphrase", Array(richEntries.prefix(2)), false),
         ("v1-passphrase-logn17.vault", "alice.passphrase", Array(richEntries.prefix(1)), true),
+    ] + goldenFilesV2
+
+    /// The format 2.0 golden files (written by `writeGoldenFiles` with VAULT_WRITE_GOLDEN=v2).
+    static let goldenFilesV2: [(file: String, key: String, entries: [Expected], standardPolicy: Bool)] = [
+        ("v2-keyfile.vault", "alice.key", richEntries, false),
+        ("v2-empty.vault", "bob.key", [], false),
+        ("v2-passphrase-logn10.vault", "alice.passphrase", Array(richEntries.prefix(2)), false),
+        ("v2-passphrase-logn17.vault", "alice.passphrase", Array(richEntries.prefix(1)), true),
     ]
 
     static func key(_ name: String, _ temp: TemporaryDirectory) throws -> VaultKey {
         name.hasSuffix(".passphrase") ? try Fixtures.passphrase() : try Fixtures.keyFile(name, in: temp)
     }
 
+    /// The standard KDF policy (for the logN 17 files), without rollback memory.
+    static var standardOptions: SecretStore.Options {
+        var options = SecretStore.Options(clock: { created })
+        options.rollbackMemory = .disabled
+        return options
+    }
+
     static func options(standard: Bool) -> SecretStore.Options {
-        standard ? SecretStore.Options(clock: { created }) : .testing(now: created)
+        standard ? Self.standardOptions : .testing(now: created)
     }
 
     @Test(arguments: goldenFiles.map(\.file))
@@ -62,6 +78,9 @@ import VaultCrypto
             #expect(entry.secret == SecureBytes(copying: expected.secret))
         }
         #expect(try store.verify().isIntact)
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
+        #expect(bytes == Array(try Fixtures.data("golden/\(file)")), "reading changed the file")
+        #expect(bytes[8] == (file.hasPrefix("v1-") ? 1 : 2))
     }
 
     @Test func independentPythonReaderDecryptsTheGoldenFiles() throws {
@@ -115,14 +134,15 @@ import VaultCrypto
         return data
     }
 
-    /// Writes the golden files into the source tree. Run once, by hand, with
-    /// `VAULT_WRITE_GOLDEN=1 swift test --filter writeGoldenFiles`; never again for v1.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["VAULT_WRITE_GOLDEN"] == "1"))
+    /// Writes the golden files of the current format into the source tree. Run once, by hand, with
+    /// `VAULT_WRITE_GOLDEN=v2 swift test --filter writeGoldenFiles`; never again for v2 (v1 was
+    /// written by format 1.0 with `VAULT_WRITE_GOLDEN=1`; this build cannot write v1).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["VAULT_WRITE_GOLDEN"] == "v2"))
     func writeGoldenFiles() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }
         let target = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/golden")
-        for golden in Self.goldenFiles {
+        for golden in Self.goldenFilesV2 {
             let directory = temp.child(golden.file)
             let store = try SecretStore.create(in: directory, key: Self.key(golden.key, temp),
                                                options: Self.options(standard: golden.standardPolicy))

@@ -176,7 +176,9 @@ import VaultCrypto
         let after = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
         // The wrapped DEK differs, and so does every value's ciphertext.
         #expect(before[82..<114] != after[82..<114])
-        #expect(before.suffix(10) != after.suffix(10))
+        let start = try VaultFileHeader.parse(after, path: nil).valuesStart
+        #expect(try VaultFileHeader.parse(before, path: nil).valuesStart == start)
+        #expect(before[start..<(start + 10)] != after[start..<(start + 10)])
         let reopened = try SecretStore.open(in: temp.child("v"), key: key, options: .testing())
         for index in 0..<5 { #expect(try reopened.secret(named: "n\(index)") == secret("s\(index)")) }
         #expect(try reopened.verify().isIntact)
@@ -241,7 +243,7 @@ import VaultCrypto
             try store.put(NewEntry(name: "n\(index % 10)", secret: secret("s\(index)")), replace: true)
             let file = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
             nonces.insert(Array(file[70..<82]))     // wrapped DEK nonce
-            nonces.insert(Array(file[190..<202]))   // index nonce
+            nonces.insert(Array(file[182..<194]))   // index nonce (v2)
             saves += 1
         }
         for _ in 0..<100 {
@@ -249,7 +251,7 @@ import VaultCrypto
             let file = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
             salts.insert(Array(file[38..<70]))
             nonces.insert(Array(file[70..<82]))
-            nonces.insert(Array(file[190..<202]))
+            nonces.insert(Array(file[182..<194]))
             saves += 1
         }
         #expect(nonces.count == saves * 2)

@@ -120,10 +120,12 @@ struct CLISandbox {
     /// The vault file.
     var vaultFile: String { (vaultDirectory as NSString).appendingPathComponent("secrets.vault") }
 
-    /// The inherited environment without VAULT_* and XDG_DATA_HOME, with VAULT_DIR and HOME
-    /// inside the sandbox and a fixed help width.
+    /// The inherited environment without VAULT_*, XDG_DATA_HOME and XDG_STATE_HOME (so the
+    /// rollback memory is under HOME), with VAULT_DIR and HOME inside the sandbox and a fixed help width.
     var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VAULT_") && $0.key != "XDG_DATA_HOME" }
+        var environment = ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("VAULT_") && $0.key != "XDG_DATA_HOME" && $0.key != "XDG_STATE_HOME"
+        }
         environment["VAULT_DIR"] = vaultDirectory
         environment["HOME"] = root
         environment["COLUMNS"] = "100"

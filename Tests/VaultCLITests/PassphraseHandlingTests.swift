@@ -41,6 +41,7 @@ import Testing
         defer { temp.cleanUp() }
         var options = SecretStore.Options()
         options.kdfPolicy = .testing
+        options.rollbackMemory = .disabled
         let weak = VaultKey.passphrase(SecureBytes(copying: Array("hunter2".utf8)))
         let error = #expect(throws: VaultError.self) { try SecretStore.create(in: temp.child("v"), key: weak, options: options) }
         #expect(error?.code == .invalidInput)

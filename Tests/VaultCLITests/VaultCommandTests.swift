@@ -56,11 +56,12 @@ import Testing
         let intact = try sandbox.run(["verify"], environment: key)
         #expect(intact.status == 0)
         #expect(intact.stdoutText.contains("1 entry checked, all authentic"))
-        // The values region starts at 218 + index_length (header field at offset 138, big-endian);
-        // its first bytes are the secret's ciphertext.
+        // Format v2: the values region starts at 210 + index_length (header field at offset 130,
+        // big-endian); its first bytes are the secret's ciphertext.
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.vaultFile)))
-        let indexLength = bytes[138..<142].reduce(0) { $0 << 8 | Int($1) }
-        try flipByte(at: 218 + indexLength + 2, in: sandbox.vaultFile)
+        #expect(bytes[8] == 2)
+        let indexLength = bytes[130..<134].reduce(0) { $0 << 8 | Int($1) }
+        try flipByte(at: 210 + indexLength + 2, in: sandbox.vaultFile)
         let damaged = try sandbox.run(["verify", "--json"], environment: key)
         #expect(damaged.status == 65)
         let report = try #require(try JSONSerialization.jsonObject(with: damaged.stdout) as? [String: Any])

@@ -17,17 +17,20 @@ extension SecureFileSystem {
     /// - Parameters:
     ///   - path: the file to replace or create.
     ///   - contents: the complete new contents.
+    ///   - durable: false skips both fsyncs: still all-or-nothing for readers, but a power loss
+    ///     may bring back the previous file (for files whose loss is harmless, such as the
+    ///     rollback memory, which then only remembers less).
     /// - Throws: `VaultError` `.insecurePermissions` when `path` is a symlink; `.io` with the
     ///   errno text (e.g. "No space left on device"). If only the final directory fsync
     ///   fails, the new contents are already in place but may not survive a power loss; the
     ///   error says so.
-    static func writeFileAtomically(_ path: String, contents: [UInt8]) throws {
+    static func writeFileAtomically(_ path: String, contents: [UInt8], durable: Bool = true) throws {
         let parts = try SplitPath(path)
         let directory = try openParentDirectory(of: parts, path: path)
         var temporaryName = ""
         let file = try createTemporaryFile(for: parts.name, in: directory.raw, path: path, name: &temporaryName)
         do {
-            try fillAndClose(file, with: contents, path: path)
+            try fillAndClose(file, with: contents, path: path, synchronize: durable)
             try refuseSymbolicLink(parts.name, in: directory.raw, path: path)
             do {
                 try Syscall.renameEntry(temporaryName, to: parts.name, in: directory.raw)
@@ -39,7 +42,7 @@ extension SecureFileSystem {
             try? Syscall.unlinkEntry(temporaryName, in: directory.raw)
             throw error
         }
-        try synchronizeDirectory(directory.raw, path: path, afterReplacing: true)
+        if durable { try synchronizeDirectory(directory.raw, path: path, afterReplacing: true) }
     }
 
     /// Fsyncs a directory so a rename or unlink in it survives a crash.
@@ -88,14 +91,15 @@ extension SecureFileSystem {
     }
 
     /// Writes `contents`, fsyncs and closes, checking every step.
-    private static func fillAndClose(_ file: consuming OwnedDescriptor, with contents: [UInt8], path: String) throws(VaultError) {
+    private static func fillAndClose(_ file: consuming OwnedDescriptor, with contents: [UInt8], path: String,
+                                     synchronize: Bool) throws(VaultError) {
         do {
             try Syscall.writeAll(file.raw, contents[...])
         } catch {
             throw error.vaultError("writing the new contents", path: path)
         }
         do {
-            try Syscall.synchronize(file.raw)
+            if synchronize { try Syscall.synchronize(file.raw) }
         } catch {
             throw error.vaultError("syncing the new contents to disk", path: path)
         }

@@ -29,6 +29,9 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
         /// The file's KDF parameters are outside the compiled-in policy.
         public static let kdfOutsidePolicy = Code(rawValue: "kdfOutsidePolicy")
+        /// The file asks for a KDF cost above what this build writes, or above what this machine
+        /// remembers for the vault, without a key change made here: refused before the KDF runs.
+        public static let suspiciousKDFParameters = Code(rawValue: "suspiciousKDFParameters")
         /// The file is older than a generation this store has already seen.
         public static let rollbackDetected = Code(rawValue: "rollbackDetected")
         /// A file or directory has unsafe ownership, mode, links or is a symlink.
@@ -72,6 +75,10 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case weakPassphrase
         case entryNotFound, vaultNotFound, entryExists, vaultExists, wrongKey
         case needsPassphrase, needsKeyFile, keyFileMalformed, alreadySignedIn
+        /// An older (or differently keyed) vault than this machine remembers: a restore needs saying so.
+        case rollback
+        /// KDF parameters raised above what this build writes or this machine remembers.
+        case kdfCostRaised
     }
 
     /// Creates an error. Never put secret bytes in any field.

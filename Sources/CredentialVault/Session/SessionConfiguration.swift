@@ -17,6 +17,10 @@ public struct SessionConfiguration: Sendable {
     public var lockTimeout: Duration
     /// Where transitions are logged. Never receives secrets.
     public var logger: Logger
+    /// Where vault generations are remembered across runs (see `SecretStore.Options.rollbackMemory`).
+    public var rollbackMemory: RollbackMemory = .standard
+    /// Accept a vault older than the remembered generation (see `SecretStore.Options.acceptRollback`).
+    public var acceptRollback = false
     /// The KDF policy for passphrase vaults; `package` so only this package's tests change it.
     package var kdfPolicy: KDFPolicy = .standard
 
@@ -33,6 +37,8 @@ public struct SessionConfiguration: Sendable {
     var storeOptions: SecretStore.Options {
         var options = SecretStore.Options(lockTimeout: lockTimeout, clock: clock, logger: logger)
         options.kdfPolicy = kdfPolicy
+        options.rollbackMemory = rollbackMemory
+        options.acceptRollback = acceptRollback
         return options
     }
 }

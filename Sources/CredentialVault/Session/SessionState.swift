@@ -83,7 +83,7 @@ public struct SessionUnavailable: Error, Sendable, CustomStringConvertible {
         self.error = error
         switch error.code {
         case .wrongKey, .invalidKey: reason = .wrongKey
-        case .corrupt, .tampered, .unsupportedVersion, .kdfOutsidePolicy, .rollbackDetected: reason = .corrupt
+        case .corrupt, .tampered, .unsupportedVersion, .kdfOutsidePolicy, .suspiciousKDFParameters, .rollbackDetected: reason = .corrupt
         case .busy: reason = .busy
         default: reason = .unreadable
         }

@@ -23,6 +23,12 @@ public final class SecretStore: Sendable {
         public var minimumGeneration: UInt64
         /// Where diagnostics go. Never receives secrets.
         public var logger: Logger
+        /// Where the highest generation seen of each vault is remembered across runs
+        /// (default: `$XDG_STATE_HOME/vault/generations`, else `~/.local/state/vault/generations`).
+        public var rollbackMemory: RollbackMemory
+        /// Accept a vault file older than the remembered generation, or whose KDF parameters differ
+        /// from the remembered ones (a backup restored on purpose); the memory is then reset to it.
+        public var acceptRollback: Bool
         /// The KDF policy. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy
 
@@ -34,6 +40,8 @@ public final class SecretStore: Sendable {
             self.clock = clock
             self.minimumGeneration = minimumGeneration
             self.logger = logger
+            self.rollbackMemory = .standard
+            self.acceptRollback = false
             self.kdfPolicy = .standard
         }
     }
@@ -52,6 +60,7 @@ public final class SecretStore: Sendable {
     public let vaultPath: String
     let lockPath: String
     let options: Options
+    let records: RollbackRecordStore
     private let state: Mutex<State>
 
     struct State: ~Copyable {
@@ -95,6 +104,7 @@ public final class SecretStore: Sendable {
         self.vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
         self.lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
         self.options = options
+        self.records = RollbackRecordStore(directory: options.rollbackMemory.directory(), logger: options.logger)
         self.state = Mutex(State(key: key, highestGeneration: options.minimumGeneration))
     }
 
@@ -121,7 +131,7 @@ public final class SecretStore: Sendable {
 
     /// Opens the vault in `directory`, checking permissions, the key and every authenticated region but the secrets.
     /// - Throws: `.notFound`, `.wrongKey`, `.invalidKey`, `.corrupt`, `.tampered`, `.unsupportedVersion`,
-    ///   `.kdfOutsidePolicy`, `.insecurePermissions`, `.rollbackDetected`, `.io`.
+    ///   `.kdfOutsidePolicy`, `.suspiciousKDFParameters`, `.insecurePermissions`, `.rollbackDetected`, `.io`.
     public static func open(in directory: String, key: VaultKey, options: Options = Options()) throws -> SecretStore {
         try key.validate()
         let store = SecretStore(directory: directory, key: key, options: options)
@@ -244,8 +254,13 @@ public final class SecretStore: Sendable {
         }
     }
 
-    /// Rewraps the data key under a new passphrase or key. O(1) in the number of entries.
-    /// - Throws: `.invalidKey`, `.busy`, and the errors of `open`.
+    /// Changes the passphrase or key **and the data key**: a new slot (new salt, new KEK) around a
+    /// new DEK, and every secret re-encrypted under it, in one durable write. So the old key,
+    /// even together with any earlier copy of the file (which holds the old DEK), can neither
+    /// decrypt nor forge anything in the file written from now on. O(n) in the secrets (like
+    /// `rotate`; see docs/BENCHMARKS.md for the cost at 10,000 entries).
+    /// - Throws: `.invalidKey`, `.tampered` if a secret fails to authenticate (nothing is written),
+    ///   `.busy`, and the errors of `open`.
     public func changeKey(to newKey: VaultKey) throws {
         try newKey.validate()
         // A weak new passphrase is `.invalidInput` unless `options.allowsWeakPassphrase`.
@@ -253,10 +268,12 @@ public final class SecretStore: Sendable {
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
             defer { lock.release() }
-            var (image, keys, _) = try load(&state)
+            var (image, oldKeys, _) = try load(&state)
             let fresh = try KeyHierarchy.newSlotParameters(for: newKey, policy: options.kdfPolicy)
             let newKEK = try KeyHierarchy.deriveKEK(key: newKey, kind: fresh.kind, parameters: fresh.parameters, salt: fresh.salt,
                                                     policy: options.kdfPolicy, path: vaultPath)
+            let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
+            try Self.reseal(&image, from: oldKeys, to: keys, path: vaultPath)
             image.slot = KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt, wrapNonce: [], wrappedDEK: [], wrapTag: [])
             image.generation += 1
             try write(image, keys: keys, kek: newKEK, state: &state)
@@ -310,11 +327,28 @@ public final class SecretStore: Sendable {
     }
 
     /// Reads and decodes the current file, checking rollback and identity.
+    ///
+    /// The file and the rollback record are read one after the other without a lock, so a
+    /// writer that commits in between leaves a record newer than the file just read. A
+    /// record-based rollback error is therefore re-checked against a fresh read of the file
+    /// (at most four more times); a file that really is older fails every time.
     private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
+        var retries = 0
+        while true {
+            do {
+                return try loadOnce(&state)
+            } catch let error as VaultError where error.topic == .rollback && retries < 4 {
+                retries += 1
+                state.lastDecoded = nil
+            }
+        }
+    }
+
+    private func loadOnce(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
         // A file that starts with the header last decoded is that same write (the header holds
         // a fresh random nonce and a MAC): only the header is read, not the whole file.
-        let expected = state.lastDecoded.map { (prefix: Array($0.file.prefix(VaultFileLayout.headerByteCount)), size: $0.file.count) }
+        let expected = state.lastDecoded.map { (prefix: Array($0.file.prefix(VaultFileLayout.longestHeaderByteCount)), size: $0.file.count) }
         let read: SecureFileSystem.PrivateFileRead
         do {
             read = try SecureFileSystem.readPrivateFile(vaultPath, maxBytes: VaultLimits.maximumFileBytes, unlessStartsWith: expected)
@@ -331,6 +365,7 @@ public final class SecretStore: Sendable {
             } else {
                 state.lastDecoded = nil
                 (image, keys, kek) = try decode(file, state: &state)
+                try checkRollbackRecord(of: image)
                 state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
             }
         }
@@ -348,10 +383,45 @@ public final class SecretStore: Sendable {
         return (image, keys, kek)
     }
 
+    /// Checks a freshly decoded file against this machine's record of the vault, and
+    /// remembers the file when it is newer (or accepted on purpose). A v2 record that does not
+    /// authenticate under the file's state key is ignored and replaced; a v1 file (which has no
+    /// state key) is checked against the record unauthenticated, since v1 files are never
+    /// written any more and one that reappears after its vault moved to v2 is a restore.
+    /// - Throws: `.rollbackDetected`.
+    private func checkRollbackRecord(of image: VaultImage) throws {
+        guard records.directory != nil else { return }
+        var trusted = records.read(vaultID: image.vaultID)
+        if let record = trusted, image.majorVersion >= 2, !(image.stateKey.map(record.isAuthentic) ?? false) {
+            options.logger.warning("the rollback record of this vault does not authenticate; it is ignored and replaced")
+            trusted = nil
+        }
+        if let trusted, image.generation < trusted.generation, !options.acceptRollback {
+            throw VaultError(.rollbackDetected,
+                             "the vault file is generation \(image.generation), older than generation \(trusted.generation) "
+                                 + "this machine saw before",
+                             path: vaultPath,
+                             fix: "an older copy was put back over the vault; restore the newest copy, or accept this one "
+                                 + "explicitly if you restored a backup on purpose",
+                             topic: .rollback)
+        }
+        guard let stateKey = image.stateKey else { return }
+        let changed = trusted.map { $0.generation != image.generation || !$0.matches(image.slot) } ?? true
+        if trusted == nil || (trusted.map { image.generation > $0.generation } ?? false) || (options.acceptRollback && changed) {
+            records.write(try RollbackRecord(vaultID: image.vaultID, generation: image.generation, slot: image.slot, stateKey: stateKey))
+        }
+    }
+
     /// Decodes `file` with the store's key, using and filling the KEK and data-key caches.
     private func decode(_ file: [UInt8], state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let key = state.key
         let policy = options.kdfPolicy
+        // The cost check needs the vault id (for the remembered parameters) before any KDF work.
+        let header = try VaultFileHeader.parse(file, path: vaultPath)
+        let remembered = records.read(vaultID: header.vaultID).flatMap { record in
+            record.slotKind == KeySlotKind.scrypt.rawValue ? record.scrypt : nil
+        }
+        let acceptChanged = options.acceptRollback
         var kekCache = state.kekCache
         var dataKeysCache = state.dataKeysCache
         let decoded = try VaultFileCodec.decode(
@@ -359,6 +429,10 @@ public final class SecretStore: Sendable {
             kekProvider: { slot in
                 let cacheKey = KEKCacheKey(kind: slot.kind.rawValue, parameters: slot.scrypt, salt: slot.salt)
                 if let cached = kekCache[cacheKey] { return cached }
+                if slot.kind == .scrypt, key.slotKind == .scrypt, !acceptChanged {
+                    try policy.check(slot.scrypt, path: vaultPath)
+                    try policy.checkCost(slot.scrypt, remembered: remembered, path: vaultPath)
+                }
                 let kek = try KeyHierarchy.deriveKEK(key: key, kind: slot.kind, parameters: slot.scrypt, salt: slot.salt,
                                                      policy: policy, path: vaultPath)
                 kekCache[cacheKey] = kek
@@ -376,8 +450,14 @@ public final class SecretStore: Sendable {
     }
 
     private func write(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey, state: inout State) throws {
+        var image = image
+        // A vault read from v1 gets its rollback-record key with its first v2 write.
+        if image.stateKey == nil { image.stateKey = try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount) }
         let bytes = try VaultFileCodec.encode(image, keys: keys, kek: kek)
         try SecureFileSystem.writeFileAtomically(vaultPath, contents: bytes)
+        if let stateKey = image.stateKey {
+            records.write(try RollbackRecord(vaultID: image.vaultID, generation: image.generation, slot: image.slot, stateKey: stateKey))
+        }
         state.highestGeneration = image.generation
         state.dataKeysCache = (keys.dek, image.vaultID, keys)
         options.logger.debug("vault written", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])
@@ -396,10 +476,12 @@ public final class SecretStore: Sendable {
                                                  policy: options.kdfPolicy, path: vaultPath)
             let vaultID = try SecureRandom.bytes(count: VaultFileLayout.vaultIDByteCount)
             let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: vaultID)
-            let image = VaultImage(minorVersion: VaultFileLayout.minorVersion, vaultID: vaultID,
+            let image = VaultImage(majorVersion: VaultFileLayout.currentMajorVersion, minorVersion: VaultFileLayout.minorVersion,
+                                   vaultID: vaultID,
                                    slot: KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt,
                                                  wrapNonce: [], wrappedDEK: [], wrapTag: []),
-                                   generation: 1, entries: [])
+                                   generation: 1, entries: [],
+                                   stateKey: try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount))
             try write(image, keys: keys, kek: kek, state: &state)
             state.vaultID = vaultID
             state.kekCache[KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt)] = kek

@@ -6,8 +6,15 @@ extension VaultCommand {
     struct Passwd: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "passwd",
-            abstract: "Change the passphrase or key file that opens the vault (the data key is rewrapped, not changed).",
+            abstract: "Change the passphrase or key file that opens the vault, and its data key.",
             discussion: """
+                Makes a new data key and re-encrypts every secret under it, wrapped by the new key, in one \
+                write. Protects against a leaked or stolen old passphrase or key file: from now on the old key, \
+                even together with an old copy of the vault (a backup), can neither read nor forge anything \
+                written after the change. It does not protect old copies themselves: whoever holds an old copy \
+                and the old key still reads what that copy held, so destroy old key files and backups you no \
+                longer trust.
+
                 The new key is the first of: --new-key-file, --new-passphrase-file, $VAULT_NEW_PASSPHRASE, \
                 a prompt on the terminal (asked twice). A new passphrase shorter than 12 bytes is refused \
                 unless --weak-passphrase is given.

@@ -33,6 +33,7 @@ enum VaultExitStatus {
         .tampered: dataError,
         .unsupportedVersion: dataError,
         .kdfOutsidePolicy: dataError,
+        .suspiciousKDFParameters: dataError,
         .rollbackDetected: dataError,
         .notFound: notFound,
         .alreadyExists: alreadyExists,

@@ -17,7 +17,9 @@ extension VaultOptions {
         } else {
             key = nil
         }
-        return SessionManager(directory: directory, key: key, configuration: SessionConfiguration(lockTimeout: lockTimeout))
+        var configuration = SessionConfiguration(lockTimeout: lockTimeout)
+        configuration.acceptRollback = acceptRollback
+        return SessionManager(directory: directory, key: key, configuration: configuration)
     }
 
     /// True when the vault directory holds neither a vault nor a profile: nothing to read,

@@ -23,6 +23,10 @@ struct VaultOptions: ParsableArguments {
     @Flag(name: .customLong("no-prompt"), help: "Never ask on the terminal; fail when a passphrase or confirmation is needed.")
     var noPrompt = false
 
+    @Flag(name: .customLong("accept-rollback"), help: ArgumentHelp(
+        "Accept a vault older than one this machine has seen, or whose KDF parameters changed (a backup restored on purpose); the remembered generation is reset to it."))
+    var acceptRollback = false
+
     @Option(name: .customLong("lock-timeout"), help: ArgumentHelp(
         "Seconds to wait for another process's lock on the vault.", valueName: "SECONDS", visibility: .hidden))
     var lockTimeoutSeconds: Double = 10
@@ -43,7 +47,11 @@ struct VaultOptions: ParsableArguments {
     var lockTimeout: Duration { .milliseconds(Int64((lockTimeoutSeconds * 1000).rounded())) }
 
     /// Store options for this invocation.
-    var storeOptions: SecretStore.Options { SecretStore.Options(lockTimeout: lockTimeout) }
+    var storeOptions: SecretStore.Options {
+        var options = SecretStore.Options(lockTimeout: lockTimeout)
+        options.acceptRollback = acceptRollback
+        return options
+    }
 
     /// The terminal to ask on, or nil under `--no-prompt` or without one.
     func terminal() -> Terminal? { Terminal.controlling(allowPrompt: !noPrompt) }

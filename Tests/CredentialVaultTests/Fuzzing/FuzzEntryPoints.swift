@@ -19,7 +19,7 @@ import VaultCrypto
 enum FuzzTarget: String, CaseIterable, Sendable {
     /// `VaultFileHeader.parse` and the whole `VaultFileCodec.decode` with the fixture key file.
     case vaultFile = "vault-file"
-    /// `IndexCodec.decode` on plaintext index bytes, bound to the golden file's vault id and generation.
+    /// `IndexCodec.decode` (v1) or `IndexCodec.decodeV2` on plaintext index bytes, bound to the golden file's vault id.
     case vaultIndex = "vault-index"
     /// `ByteReader`, driven by a small program of reads.
     case byteReader = "byte-reader"
@@ -53,6 +53,8 @@ struct FuzzContext: Sendable {
     /// `golden/v1-keyfile.vault`, which that key opens.
     let template: [UInt8]
     let templateHeader: VaultFileHeader
+    /// The template's contents re-encoded as format v2 under the same data key (made at start-up).
+    let templateV2: [UInt8]
     /// The template's data key: modes 2 and 3 of `vault-file` wrap it into each input.
     let dek: SymmetricKey
     /// Every golden vault, as seeds.
@@ -76,10 +78,11 @@ struct FuzzContext: Sendable {
         template = try read("golden/v1-keyfile.vault")
         templateHeader = try VaultFileHeader.parse(template, path: nil)
         let key = VaultKey.keyMaterial(SecureBytes(copying: keyMaterial))
-        let (_, keys, _) = try VaultFileCodec.decode(template, path: nil,
-                                                       kekProvider: { try Self.deriveKEK(key: key, slot: $0) },
-                                                       dataKeysProvider: { try DataKeys(dek: $0, vaultID: $1) })
+        let (image, keys, kek) = try VaultFileCodec.decode(template, path: nil,
+                                                             kekProvider: { try Self.deriveKEK(key: key, slot: $0) },
+                                                             dataKeysProvider: { try DataKeys(dek: $0, vaultID: $1) })
         dek = keys.dek
+        templateV2 = try VaultFileCodec.encode(image, keys: keys, kek: kek)
         goldenVaults = try readAll(in: "golden", suffix: ".vault")
         tokenResponses = try readAll(in: "token-responses", suffix: ".json")
     }
@@ -115,13 +118,17 @@ enum FuzzEntryPoints {
         case .vaultFile:
             var seeds: [[UInt8]] = []
             for golden in context.goldenVaults { seeds += [[0] + golden, [1] + golden] }
-            seeds.append([2] + context.template)
-            seeds.append([3] + (try unsealed(context.template, context: context)))
+            for template in [context.template, context.templateV2] {
+                seeds.append([2] + template)
+                seeds.append([3] + (try unsealed(template, context: context)))
+            }
             return seeds
         case .vaultIndex:
             let (plain, values) = try plainIndex(of: context.template, context: context)
             let empty = IndexCodec.encode([], vaultID: context.templateHeader.vaultID, generation: context.templateHeader.generation)
-            return [[UInt8(values.count >> 8), UInt8(values.count & 0xFF)] + plain + values, [0, 0] + empty]
+            let (plainV2, valuesV2) = try plainIndex(of: context.templateV2, context: context)
+            return [[UInt8(values.count >> 8), UInt8(values.count & 0xFF)] + plain + values, [0, 0] + empty,
+                    [0x80 | UInt8(valuesV2.count >> 8), UInt8(valuesV2.count & 0xFF)] + plainV2 + valuesV2]
         case .byteReader:
             return [[5, 0, 1, 2, 3, 4] + Array(0..<40), [3, 5 | (3 << 3), 6, 7, 1, 2, 3, 4, 5, 6]]
         case .profile:
@@ -148,7 +155,7 @@ enum FuzzEntryPoints {
     // MARK: - vault-file
 
     /// Codes `VaultFileCodec.decode` documents; anything else escaping is a finding.
-    private static let vaultFileCodes: Set<VaultError.Code> = [.corrupt, .unsupportedVersion, .kdfOutsidePolicy, .wrongKey, .tampered]
+    private static let vaultFileCodes: Set<VaultError.Code> = [.corrupt, .unsupportedVersion, .kdfOutsidePolicy, .suspiciousKDFParameters, .wrongKey, .tampered]
 
     /// The first byte picks how far the input gets past the integrity checks (the rest is a file):
     /// 0 as is; 1 header checksum recomputed; 2 data key re-wrapped under the fixture key and
@@ -179,7 +186,7 @@ enum FuzzEntryPoints {
         if let parsedHeader {
             let encoded: [UInt8]
             do { encoded = try parsedHeader.encoded() } catch { throw FuzzFinding("a parsed header does not encode: \(error)") }
-            guard encoded[...] == file[0..<VaultFileLayout.headerByteCount] else {
+            guard encoded[...] == file[0..<parsedHeader.layout.headerByteCount] else {
                 throw FuzzFinding("a parsed header encodes to different bytes")
             }
         }
@@ -218,76 +225,85 @@ enum FuzzEntryPoints {
         return .accepted
     }
 
+    /// The header layout the file's version byte names (v1 for anything else: the harness only prepares bytes).
+    private static func layout(of file: [UInt8]) -> HeaderLayout {
+        file.count > 8 ? HeaderLayout.forMajor(file[8]) ?? .v1 : .v1
+    }
+
     private static func fixChecksum(_ file: inout [UInt8]) throws {
-        guard file.count >= VaultFileLayout.headerByteCount else { return }
-        let checksum = try SHA256.hash(Array(file[0..<VaultFileLayout.checksummedEnd]))
-        file.replaceSubrange(VaultFileLayout.checksummedEnd..<VaultFileLayout.headerByteCount,
-                             with: checksum[0..<VaultFileLayout.checksumByteCount])
+        let layout = layout(of: file)
+        guard file.count >= layout.headerByteCount else { return }
+        let checksum = try SHA256.hash(Array(file[0..<layout.checksummedEnd]))
+        file.replaceSubrange(layout.checksummedEnd..<layout.headerByteCount, with: checksum[0..<VaultFileLayout.checksumByteCount])
     }
 
     /// Wraps the template's data key under the fixture key with this header's AAD, then
     /// recomputes the header MAC and checksum.
     private static func reauthenticate(_ file: inout [UInt8], context: FuzzContext) throws {
-        guard file.count >= VaultFileLayout.headerByteCount else { return }
+        let layout = layout(of: file)
+        guard file.count >= layout.headerByteCount else { return }
         let salt = Array(file[VaultFileLayout.wrapAADEnd - VaultFileLayout.saltByteCount..<VaultFileLayout.wrapAADEnd])
         let kek = try FuzzContext.deriveKEK(key: context.key, slot: KeySlot(kind: .keyMaterial, scrypt: .init(logN: 0, r: 0, p: 0),
                                                                             salt: salt, wrapNonce: [], wrappedDEK: [], wrapTag: []))
         let wrapped = try KeyHierarchy.wrap(dek: context.dek, kek: kek, aad: Array(file[0..<VaultFileLayout.wrapAADEnd]))
-        file.replaceSubrange(VaultFileLayout.wrapAADEnd..<VaultFileLayout.wrapAADEnd + 60,
-                             with: wrapped.nonce + wrapped.ciphertext + wrapped.tag)
+        file.replaceSubrange(VaultFileLayout.wrapStart..<VaultFileLayout.wrapEnd, with: wrapped.nonce + wrapped.ciphertext + wrapped.tag)
         let vaultID = Array(file[12..<12 + VaultFileLayout.vaultIDByteCount])
         let keys = try DataKeys(dek: context.dek, vaultID: vaultID)
-        let mac = try HMACSHA256.authenticationCode(for: Array(file[0..<VaultFileLayout.macedEnd]), using: keys.headerMAC)
-        file.replaceSubrange(VaultFileLayout.macedEnd..<VaultFileLayout.checksummedEnd, with: mac)
+        let mac = try HMACSHA256.authenticationCode(for: Array(file[0..<layout.macedEnd]), using: keys.headerMAC(layout))
+        file.replaceSubrange(layout.macedEnd..<layout.checksummedEnd, with: mac)
         try fixChecksum(&file)
     }
 
     /// `header ‖ plaintext index ‖ values` (index length from the header, clamped) → a sealed file.
     private static func sealed(_ unsealed: [UInt8], context: FuzzContext) throws -> [UInt8] {
-        let headerCount = VaultFileLayout.headerByteCount
+        let layout = layout(of: unsealed)
+        let headerCount = layout.headerByteCount
         guard unsealed.count >= headerCount else { return unsealed }
         var header = Array(unsealed[0..<headerCount])
-        var reader = ByteReader(header, region: "header", offset: 138)
+        var reader = ByteReader(header, region: "header", offset: layout.lengthsOffset)
         let announced = Int(try reader.readUInt32())
         let indexCount = min(announced, unsealed.count - headerCount)
         let valuesCount = unsealed.count - headerCount - indexCount
         var writer = ByteWriter(capacity: 12)
         writer.append(UInt32(indexCount))
         writer.append(UInt64(valuesCount))
-        header.replaceSubrange(138..<150, with: writer.bytes)
+        header.replaceSubrange(layout.lengthsOffset..<layout.lengthsOffset + 12, with: writer.bytes)
         try reauthenticate(&header, context: context)
         let vaultID = Array(header[12..<12 + VaultFileLayout.vaultIDByteCount])
         let keys = try DataKeys(dek: context.dek, vaultID: vaultID)
-        let box = try AES256GCM.seal(Array(unsealed[headerCount..<headerCount + indexCount]), using: keys.index, authenticating: header)
+        let box = try AES256GCM.seal(Array(unsealed[headerCount..<headerCount + indexCount]), using: keys.index(layout),
+                                     authenticating: header)
         return header + box.combined + Array(unsealed[(headerCount + indexCount)...])
     }
 
     /// The reverse of `sealed`, for the seed: the template with its index decrypted in place.
     private static func unsealed(_ file: [UInt8], context: FuzzContext) throws -> [UInt8] {
         let (plain, values) = try plainIndex(of: file, context: context)
-        return Array(file[0..<VaultFileLayout.headerByteCount]) + plain + values
+        return Array(file[0..<layout(of: file).headerByteCount]) + plain + values
     }
 
     private static func plainIndex(of file: [UInt8], context: FuzzContext) throws -> (index: [UInt8], values: [UInt8]) {
         let header = try VaultFileHeader.parse(file, path: nil)
         let keys = try DataKeys(dek: context.dek, vaultID: header.vaultID)
-        let start = VaultFileLayout.headerByteCount
-        let end = start + VaultFileLayout.nonceByteCount + Int(header.indexCiphertextLength) + VaultFileLayout.tagByteCount
-        let plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: file[start..<end]), using: keys.index,
+        let start = header.layout.headerByteCount
+        let end = header.valuesStart
+        let plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: file[start..<end]), using: keys.index(header.layout),
                                        authenticating: Array(file[0..<start]))
         return (plain.withUnsafeBytes { Array($0) }, Array(file[end...]))
     }
 
     // MARK: - vault-index
 
-    /// Input: a big-endian u16 `n`, then the plaintext index, then `n` bytes of values (fewer if the input is short).
+    /// Input: a big-endian u16 whose top bit selects format v2 and whose other 15 bits are `n`,
+    /// then the plaintext index, then `n` bytes of values (fewer if the input is short).
     static func vaultIndex(_ input: [UInt8], context: FuzzContext) throws(FuzzFinding) -> FuzzOutcome {
         guard input.count >= 2 else { return .rejected(.corrupt) }
         let rest = input[2...]
-        let valuesCount = min(Int(input[0]) << 8 | Int(input[1]), rest.count)
+        let valuesCount = min(Int(input[0] & 0x7F) << 8 | Int(input[1]), rest.count)
         let plain = Array(rest.dropLast(valuesCount))
         let values = Array(rest.suffix(valuesCount))
         let vaultID = context.templateHeader.vaultID, generation = context.templateHeader.generation
+        if input[0] & 0x80 != 0 { return try vaultIndexV2(plain: plain, values: values, vaultID: vaultID) }
         let entries: [SealedEntry]
         do {
             // `.init` converts to whatever collection `decode` takes for the values section.
@@ -306,6 +322,25 @@ enum FuzzEntryPoints {
         }
         for (previous, next) in zip(entries, entries.dropFirst()) where !(previous.key < next.key) {
             throw FuzzFinding("an accepted index is not strictly ascending")
+        }
+        return .accepted
+    }
+
+    /// The v2 half of `vault-index`: `values` is the padded values region.
+    private static func vaultIndexV2(plain: [UInt8], values: [UInt8], vaultID: [UInt8]) throws(FuzzFinding) -> FuzzOutcome {
+        let contents: IndexContents
+        do {
+            contents = try IndexCodec.decodeV2(plain, vaultID: vaultID, valuesRegion: values[...], path: nil)
+        } catch {
+            return try expect(error, in: [.tampered, .corrupt], from: "IndexCodec.decodeV2")
+        }
+        guard let stateKey = contents.stateKey else { throw FuzzFinding("a v2 index decoded without a state key") }
+        var encoded = IndexCodec.encodeV2(contents.entries, vaultID: vaultID, generation: contents.generation, stateKey: stateKey)
+        encoded += [UInt8](repeating: 0, count: IndexCodec.paddedV2Length(unpadded: encoded.count) - encoded.count)
+        guard encoded == plain else { throw FuzzFinding("an accepted v2 index does not re-encode to the same bytes") }
+        let claimed = contents.entries.flatMap(\.ciphertext)
+        guard claimed[...] == values.prefix(claimed.count), values[claimed.count...].allSatisfy({ $0 == 0 }) else {
+            throw FuzzFinding("an accepted v2 index does not account for exactly the values region")
         }
         return .accepted
     }

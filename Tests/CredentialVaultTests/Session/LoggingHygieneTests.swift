@@ -37,6 +37,7 @@ import VaultCrypto
         var configuration = SessionConfiguration(clock: { clock.now },
                                                  logger: Logger(label: "test") { _ in CapturingHandler(capture: capture) })
         configuration.kdfPolicy = .testing
+        configuration.rollbackMemory = .disabled
         let session = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
         _ = await session.restore()
         try await session.saveItem(NewEntry(name: "cart", secret: secret("guest-item-secret-77")))

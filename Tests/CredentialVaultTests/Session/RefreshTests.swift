@@ -89,6 +89,7 @@ import VaultCrypto
         // Real clock here: the workers use the system time.
         var configuration = SessionConfiguration()
         configuration.kdfPolicy = .testing
+        configuration.rollbackMemory = .disabled
         let session = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
         try await session.signIn(user: User(id: "u1"), credentials: Credentials(accessToken: secret("old"), refreshToken: secret("r"),
                                                                                    expiresAt: Date().addingTimeInterval(5)))

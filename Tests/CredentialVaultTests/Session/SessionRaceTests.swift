@@ -14,8 +14,9 @@ import VaultCrypto
         let passphrase = VaultKey.passphrase(secret("correct horse"))
         func manager() -> SessionManager {
             // standard KDF policy: opening takes one real scrypt (~0.7 s)
-            SessionManager(directory: fixture.directory, key: passphrase,
-                           configuration: SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(10)))
+            var configuration = SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(10))
+            configuration.rollbackMemory = .disabled
+            return SessionManager(directory: fixture.directory, key: passphrase, configuration: configuration)
         }
         let a = manager()
         try await a.saveItem(NewEntry(name: "cart", secret: secret("c")))   // creates vault, A's store open
@@ -73,6 +74,7 @@ import VaultCrypto
         let clock = fixture.clock
         var configuration = SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(1))
         configuration.kdfPolicy = .testing
+        configuration.rollbackMemory = .disabled
         let m = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
         try await m.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10))
         let refresh = Task {

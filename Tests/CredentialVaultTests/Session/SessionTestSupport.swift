@@ -42,6 +42,7 @@ struct SessionFixture {
         let clock = self.clock
         var configuration = SessionConfiguration(clock: { clock.now }, lockTimeout: .seconds(10))
         configuration.kdfPolicy = .testing
+        configuration.rollbackMemory = .disabled
         return SessionManager(directory: directory, key: try key ?? self.key(), configuration: configuration)
     }
 

@@ -145,8 +145,11 @@ import VaultCrypto
         #expect(!newImage.entries.contains { $0.owner == "user:u1" })
         #expect(oldKeys.dek != newKeys.dek, "the data key was rotated")
         // The old data key opens nothing in the new file.
-        let indexBox = try AES256GCM.SealedBox(combined: after[190..<(after.count - newImage.entries.reduce(0) { $0 + $1.ciphertext.count })])
-        #expect(throws: CryptoError.self) { try AES256GCM.open(indexBox, using: oldKeys.index, authenticating: Array(after[0..<190])) }
+        let header = try VaultFileHeader.parse(after, path: nil)
+        let indexBox = try AES256GCM.SealedBox(combined: after[header.layout.headerByteCount..<header.valuesStart])
+        #expect(throws: CryptoError.self) {
+            try AES256GCM.open(indexBox, using: oldKeys.index(header.layout), authenticating: Array(after[0..<header.layout.headerByteCount]))
+        }
         #expect(Data(after).range(of: Data("secret-access-token".utf8)) == nil)
     }
 

@@ -51,10 +51,11 @@ enum Fixtures {
 }
 
 extension SecretStore.Options {
-    /// Options for tests: the fast `testing` KDF policy, a short lock timeout, a fixed clock.
+    /// Options for tests: the fast `testing` KDF policy, a short lock timeout, a fixed clock, no rollback memory.
     static func testing(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> SecretStore.Options {
         var options = SecretStore.Options(lockTimeout: .seconds(5), clock: { now })
         options.kdfPolicy = .testing
+        options.rollbackMemory = .disabled   // tests of the memory pass their own directory
         return options
     }
 }

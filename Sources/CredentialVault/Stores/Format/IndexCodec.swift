@@ -1,10 +1,44 @@
+/// What the index holds besides the entries.
+struct IndexContents {
+    var generation: UInt64
+    /// v2 only: the key of the rollback record (see `RollbackRecord`); nil for v1.
+    var stateKey: [UInt8]?
+    var entries: [SealedEntry]
+}
+
 /// Encodes and strictly decodes the plaintext of the entry index.
 enum IndexCodec {
+    /// The plaintext of a v1 index (kept for tests and the fuzz harness: this build writes v2 only).
     static func encode(_ entries: [SealedEntry], vaultID: [UInt8], generation: UInt64) -> [UInt8] {
         var writer = ByteWriter(capacity: 32 + entries.count * 120)
         writer.append(contentsOf: vaultID)
         writer.append(generation)
         writer.append(UInt32(entries.count))
+        appendEntries(entries, to: &writer)
+        return writer.bytes
+    }
+
+    /// The plaintext of a v2 index, without its padding: vault id, generation, entry count,
+    /// exact values length, state key, entries.
+    static func encodeV2(_ entries: [SealedEntry], vaultID: [UInt8], generation: UInt64, stateKey: [UInt8]) -> [UInt8] {
+        var writer = ByteWriter(capacity: 72 + entries.count * 120)
+        writer.append(contentsOf: vaultID)
+        writer.append(generation)
+        writer.append(UInt32(entries.count))
+        writer.append(UInt64(entries.reduce(0) { $0 + $1.ciphertext.count }))
+        writer.append(contentsOf: stateKey)
+        appendEntries(entries, to: &writer)
+        return writer.bytes
+    }
+
+    /// The padded v2 plaintext length for `unpadded` bytes: the smallest length at least
+    /// `unpadded` that makes header + index nonce + index + tag a multiple of the quantum.
+    static func paddedV2Length(unpadded: Int) -> Int {
+        let fixed = HeaderLayout.v2.headerByteCount + VaultFileLayout.nonceByteCount + VaultFileLayout.tagByteCount
+        return VaultFileLayout.paddedUp(fixed + unpadded) - fixed
+    }
+
+    private static func appendEntries(_ entries: [SealedEntry], to writer: inout ByteWriter) {
         var offset: UInt64 = 0
         for entry in entries {
             writer.append(UInt16(entry.owner.utf8.count))
@@ -30,10 +64,9 @@ enum IndexCodec {
             writer.append(contentsOf: entry.tag)
             offset += UInt64(entry.ciphertext.count)
         }
-        return writer.bytes
     }
 
-    /// Decodes the index, checking its binding to the header, caps, strict order,
+    /// Decodes a v1 index, checking its binding to the header, caps, strict order,
     /// contiguous value offsets, and all-zero padding.
     static func decode(_ plain: [UInt8], vaultID: [UInt8], generation: UInt64, values: ArraySlice<UInt8>,
                        path: String?) throws -> [SealedEntry] {
@@ -46,6 +79,46 @@ enum IndexCodec {
         guard try reader.readUInt64() == generation else { throw corrupt("generation differs from the header") }
         let count = Int(try reader.readUInt32())
         guard count <= VaultLimits.maximumEntries else { throw corrupt("\(count) entries exceed the cap") }
+        let entries = try decodeEntries(&reader, count: count, values: values, corrupt)
+        try checkZeroPadding(&reader, corrupt)
+        return entries
+    }
+
+    /// Decodes a v2 index: as v1, plus the exact values length (the region after it must be
+    /// zero and exactly the padded size), the state key, and canonical index padding.
+    static func decodeV2(_ plain: [UInt8], vaultID: [UInt8], valuesRegion: ArraySlice<UInt8>, path: String?) throws -> IndexContents {
+        var reader = ByteReader(plain, region: "entry index")
+        func corrupt(_ why: String) -> VaultError { VaultError.tampered(region: "entry index (\(why))", path: path) }
+
+        guard Array(try reader.readBytes(VaultFileLayout.vaultIDByteCount)) == vaultID else {
+            throw corrupt("belongs to another vault")
+        }
+        let generation = try reader.readUInt64()
+        let count = Int(try reader.readUInt32())
+        guard count <= VaultLimits.maximumEntries else { throw corrupt("\(count) entries exceed the cap") }
+        let valuesLength = try reader.readUInt64()
+        guard valuesLength <= UInt64(valuesRegion.count),
+              VaultFileLayout.paddedUp(Int(valuesLength)) == valuesRegion.count else {
+            throw corrupt("values length \(valuesLength) does not match the padded values region of \(valuesRegion.count) bytes")
+        }
+        let stateKey = Array(try reader.readBytes(VaultFileLayout.stateKeyByteCount))
+        let values = valuesRegion.prefix(Int(valuesLength))
+        let entries = try decodeEntries(&reader, count: count, values: values, corrupt)
+        guard plain.count == paddedV2Length(unpadded: reader.offset) else { throw corrupt("padding is not the canonical length") }
+        try checkZeroPadding(&reader, corrupt)
+        guard valuesRegion[values.endIndex...].allSatisfy({ $0 == 0 }) else {
+            throw VaultError.tampered(region: "values region (non-zero padding)", path: path)
+        }
+        return IndexContents(generation: generation, stateKey: stateKey, entries: entries)
+    }
+
+    private static func checkZeroPadding(_ reader: inout ByteReader, _ corrupt: (String) -> VaultError) throws {
+        let padding = try reader.readBytes(reader.remaining)
+        guard padding.allSatisfy({ $0 == 0 }) else { throw corrupt("non-zero padding") }
+    }
+
+    private static func decodeEntries(_ reader: inout ByteReader, count: Int, values: ArraySlice<UInt8>,
+                                      _ corrupt: (String) -> VaultError) throws -> [SealedEntry] {
 
         var entries: [SealedEntry] = []
         entries.reserveCapacity(count)
@@ -83,8 +156,6 @@ enum IndexCodec {
             expectedOffset += UInt64(length)
         }
         guard expectedOffset == UInt64(values.count) else { throw corrupt("values section has unclaimed bytes") }
-        let padding = try reader.readBytes(reader.remaining)
-        guard padding.allSatisfy({ $0 == 0 }) else { throw corrupt("non-zero padding") }
         return entries
     }
 

@@ -1,24 +1,26 @@
 import VaultCrypto
 
-/// Encodes and decodes whole v1 vault files. Decoding follows the open order of
+/// Decodes v1 and v2 vault files and encodes v2. Decoding follows the open order of
 /// the format: parse → KDF policy → KEK → unwrap DEK → header MAC → index → bindings.
 enum VaultFileCodec {
-    /// Decodes `file`. `kekProvider` derives the KEK for the slot (and may cache it).
+    /// Decodes `file`. `kekProvider` derives the KEK for the slot (and may cache it); it sees the
+    /// parsed header first, so it can refuse parameters before any KDF work.
     /// - Throws: `VaultError` `.corrupt`, `.unsupportedVersion`, `.kdfOutsidePolicy`, `.wrongKey`, `.tampered`.
     static func decode(_ file: [UInt8], path: String?,
                        kekProvider: (KeySlot) throws -> SymmetricKey,
                        dataKeysProvider: (SymmetricKey, [UInt8]) throws -> DataKeys) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let header = try VaultFileHeader.parse(file, path: path)
+        let layout = header.layout
         let kek = try kekProvider(header.slot)
         let dek = try KeyHierarchy.unwrap(slot: header.slot, kek: kek, aad: header.wrapAAD(), path: path)
         let keys = try dataKeysProvider(dek, header.vaultID)
 
-        guard try HMACSHA256.isValidAuthenticationCode(header.mac, for: header.macedBytes(), using: keys.headerMAC) else {
+        guard try HMACSHA256.isValidAuthenticationCode(header.mac, for: header.macedBytes(), using: keys.headerMAC(layout)) else {
             throw VaultError.tampered(region: "header", path: path)
         }
 
-        let indexStart = VaultFileLayout.headerByteCount
-        let indexEnd = indexStart + VaultFileLayout.nonceByteCount + Int(header.indexCiphertextLength) + VaultFileLayout.tagByteCount
+        let indexStart = layout.indexStart
+        let indexEnd = header.valuesStart
         let tagStart = indexEnd - VaultFileLayout.tagByteCount
         let indexBox = try AES256GCM.SealedBox(
             nonce: AES256GCM.Nonce(bytes: file[indexStart..<(indexStart + VaultFileLayout.nonceByteCount)]),
@@ -26,8 +28,7 @@ enum VaultFileCodec {
             tag: Array(file[tagStart..<indexEnd]))
         let plainIndex: SecureBytes
         do {
-            plainIndex = try AES256GCM.open(indexBox, using: keys.index,
-                                            authenticating: Array(file[0..<VaultFileLayout.headerByteCount]))
+            plainIndex = try AES256GCM.open(indexBox, using: keys.index(layout), authenticating: Array(file[0..<layout.headerByteCount]))
         } catch let error as CryptoError where error.isAuthenticationFailure {
             throw VaultError.tampered(region: "entry index", path: path)
         }
@@ -35,51 +36,60 @@ enum VaultFileCodec {
         // The index plaintext (names, labels, metadata) is wiped once decoded.
         var indexBytes = plainIndex.withUnsafeBytes { Array($0) }
         defer { SecureWipe.wipe(&indexBytes) }
-        let entries = try IndexCodec.decode(indexBytes, vaultID: header.vaultID, generation: header.generation,
-                                            values: values, path: path)
-        let image = VaultImage(minorVersion: header.minorVersion, vaultID: header.vaultID, slot: header.slot,
-                               generation: header.generation, entries: entries)
+        let contents: IndexContents
+        if layout.majorVersion == 1 {
+            let entries = try IndexCodec.decode(indexBytes, vaultID: header.vaultID, generation: header.generation, values: values, path: path)
+            contents = IndexContents(generation: header.generation, stateKey: nil, entries: entries)
+        } else {
+            contents = try IndexCodec.decodeV2(indexBytes, vaultID: header.vaultID, valuesRegion: values, path: path)
+        }
+        let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
+                               slot: header.slot, generation: contents.generation, entries: contents.entries,
+                               stateKey: contents.stateKey)
         return (image, keys, kek)
     }
 
-    /// Encodes `image` into file bytes, re-wrapping the DEK under `kek` and sealing the index with fresh nonces.
+    /// Encodes `image` as a v2 file, re-wrapping the DEK under `kek` and sealing the index with fresh nonces.
+    /// An image without a state key (read from v1) gets a new random one.
     static func encode(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey) throws -> [UInt8] {
         // Never write an index that readers would refuse: strictly ascending by bytes.
         for (previous, next) in zip(image.entries, image.entries.dropFirst()) where !(previous.key < next.key) {
             preconditionFailure("vault entries out of byte order: the in-memory image is inconsistent")
         }
-        var header = VaultFileHeader(minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID, slot: image.slot,
-                                     generation: image.generation, indexCiphertextLength: 0, valuesLength: 0, mac: [])
+        let layout = HeaderLayout.v2
+        var header = VaultFileHeader(layout: layout, minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID,
+                                     slot: image.slot, generation: 0, indexCiphertextLength: 0, valuesLength: 0, mac: [])
         let wrapped = try KeyHierarchy.wrap(dek: keys.dek, kek: kek, aad: header.wrapAAD())
         header.slot.wrapNonce = wrapped.nonce
         header.slot.wrappedDEK = wrapped.ciphertext
         header.slot.wrapTag = wrapped.tag
 
-        var plainIndex = IndexCodec.encode(image.entries, vaultID: image.vaultID, generation: image.generation)
+        let stateKey = try image.stateKey ?? SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount)
+        var plainIndex = IndexCodec.encodeV2(image.entries, vaultID: image.vaultID, generation: image.generation, stateKey: stateKey)
         defer { SecureWipe.wipe(&plainIndex) }
+        plainIndex.append(contentsOf: repeatElement(0, count: IndexCodec.paddedV2Length(unpadded: plainIndex.count) - plainIndex.count))
         let valuesLength = image.entries.reduce(0) { $0 + $1.ciphertext.count }
-        let unpadded = VaultFileLayout.headerByteCount + VaultFileLayout.nonceByteCount + plainIndex.count
-            + VaultFileLayout.tagByteCount + valuesLength
-        let quantum = VaultFileLayout.paddingQuantum
-        plainIndex.append(contentsOf: repeatElement(0, count: (quantum - unpadded % quantum) % quantum))
-        guard unpadded <= VaultLimits.maximumFileBytes else {
+        let valuesRegion = VaultFileLayout.paddedUp(valuesLength)
+        let total = layout.headerByteCount + VaultFileLayout.nonceByteCount + plainIndex.count + VaultFileLayout.tagByteCount + valuesRegion
+        guard total <= VaultLimits.maximumFileBytes else {
             throw VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes",
                              fix: "remove entries or store large files elsewhere")
         }
 
         header.indexCiphertextLength = UInt32(plainIndex.count)
-        header.valuesLength = UInt64(valuesLength)
-        header.mac = try HMACSHA256.authenticationCode(for: header.macedBytes(), using: keys.headerMAC)
+        header.valuesLength = UInt64(valuesRegion)
+        header.mac = try HMACSHA256.authenticationCode(for: header.macedBytes(), using: keys.headerMAC(layout))
         let headerBytes = try header.encoded()
 
-        let indexBox = try AES256GCM.seal(plainIndex, using: keys.index, authenticating: headerBytes)
+        let indexBox = try AES256GCM.seal(plainIndex, using: keys.index(layout), authenticating: headerBytes)
         var file = [UInt8]()
-        file.reserveCapacity(unpadded + quantum)
+        file.reserveCapacity(total)
         file.append(contentsOf: headerBytes)
         file.append(contentsOf: indexBox.nonce.bytes)
         file.append(contentsOf: indexBox.ciphertext)
         file.append(contentsOf: indexBox.tag)
         for entry in image.entries { file.append(contentsOf: entry.ciphertext) }
+        file.append(contentsOf: repeatElement(0, count: valuesRegion - valuesLength))
         return file
     }
 }

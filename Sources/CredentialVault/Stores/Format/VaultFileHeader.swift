@@ -12,13 +12,17 @@ struct KeySlot: Sendable, Equatable {
     var wrapTag: [UInt8]
 }
 
-/// The fixed-size plaintext header of a v1 vault file.
+/// The fixed-size plaintext header of a vault file (v1: 190 bytes, v2: 182 bytes).
 struct VaultFileHeader: Sendable, Equatable {
+    var layout: HeaderLayout
     var minorVersion: UInt8
     var vaultID: [UInt8]
     var slot: KeySlot
+    /// v1 only (in v2 the generation is inside the encrypted index); 0 for v2.
     var generation: UInt64
+    /// v1: the exact ciphertext length of the index; v2: the same, padded (see `docs/FORMAT.md`).
     var indexCiphertextLength: UInt32
+    /// v1: the exact length of the values section; v2: the padded size of the values region.
     var valuesLength: UInt64
     var mac: [UInt8]
 
@@ -26,7 +30,7 @@ struct VaultFileHeader: Sendable, Equatable {
     func wrapAAD() -> [UInt8] {
         var writer = ByteWriter(capacity: VaultFileLayout.wrapAADEnd)
         writer.append(contentsOf: VaultFileLayout.magic)
-        writer.append(VaultFileLayout.majorVersion)
+        writer.append(layout.majorVersion)
         writer.append(minorVersion)
         writer.append(UInt16(0))
         writer.append(contentsOf: vaultID)
@@ -40,18 +44,18 @@ struct VaultFileHeader: Sendable, Equatable {
 
     /// The bytes covered by the header MAC.
     func macedBytes() -> [UInt8] {
-        var writer = ByteWriter(capacity: VaultFileLayout.macedEnd)
+        var writer = ByteWriter(capacity: layout.macedEnd)
         writer.append(contentsOf: wrapAAD())
         writer.append(contentsOf: slot.wrapNonce)
         writer.append(contentsOf: slot.wrappedDEK)
         writer.append(contentsOf: slot.wrapTag)
-        writer.append(generation)
+        if layout.majorVersion == 1 { writer.append(generation) }
         writer.append(indexCiphertextLength)
         writer.append(valuesLength)
         return writer.bytes
     }
 
-    /// The complete 190-byte header, with the MAC and checksum.
+    /// The complete header, with the MAC and checksum.
     func encoded() throws -> [UInt8] {
         var bytes = macedBytes()
         bytes.append(contentsOf: mac)
@@ -60,16 +64,27 @@ struct VaultFileHeader: Sendable, Equatable {
         return bytes
     }
 
+    /// Where the values start.
+    var valuesStart: Int {
+        layout.headerByteCount + VaultFileLayout.nonceByteCount + Int(indexCiphertextLength) + VaultFileLayout.tagByteCount
+    }
+
     /// The total file length this header announces (saturating: hostile lengths must not trap).
     var announcedFileLength: UInt64 {
-        let fixed = UInt64(VaultFileLayout.headerByteCount + VaultFileLayout.nonceByteCount + VaultFileLayout.tagByteCount)
+        let fixed = UInt64(layout.headerByteCount + VaultFileLayout.nonceByteCount + VaultFileLayout.tagByteCount)
         let (withIndex, overflow1) = fixed.addingReportingOverflow(UInt64(indexCiphertextLength))
         let (total, overflow2) = withIndex.addingReportingOverflow(valuesLength)
         return overflow1 || overflow2 ? UInt64.max : total
     }
 
+    /// The major version of `file`, after checking the magic (for callers that only route on it).
+    static func majorVersion(of file: [UInt8]) -> UInt8? {
+        guard file.count > 8, Array(file[0..<VaultFileLayout.magic.count]) == VaultFileLayout.magic else { return nil }
+        return file[8]
+    }
+
     /// Parses and checks the header before any key work: magic, version, flags,
-    /// checksum, slot shape, and that the announced length equals the file length.
+    /// checksum, slot shape, padding (v2), and that the announced length equals the file length.
     /// - Throws: `.corrupt`, `.unsupportedVersion`.
     static func parse(_ file: [UInt8], path: String?) throws -> VaultFileHeader {
         guard file.count >= VaultFileLayout.magic.count,
@@ -78,21 +93,20 @@ struct VaultFileHeader: Sendable, Equatable {
         }
         guard file.count >= 10 else { throw VaultError.corrupt("header ends early", path: path) }
         let major = file[8], minor = file[9]
-        guard major == VaultFileLayout.majorVersion else {
+        guard let layout = HeaderLayout.forMajor(major) else {
             throw VaultError(.unsupportedVersion,
-                             "vault format version \(major).\(minor) is not supported; this build reads version \(VaultFileLayout.majorVersion).x",
+                             "vault format version \(major).\(minor) is not supported; this build reads versions 1.x and 2.x",
                              path: path, fix: "open it with the vault release that wrote it, or a newer one")
         }
-        guard file.count >= VaultFileLayout.headerByteCount else {
-            throw VaultError.corrupt("header ends early (\(file.count) of \(VaultFileLayout.headerByteCount) bytes)", path: path)
+        guard file.count >= layout.headerByteCount else {
+            throw VaultError.corrupt("header ends early (\(file.count) of \(layout.headerByteCount) bytes)", path: path)
         }
-        let checksum = try SHA256.hash(Array(file[0..<VaultFileLayout.checksummedEnd]))
-        guard Array(checksum[0..<VaultFileLayout.checksumByteCount])
-                == Array(file[VaultFileLayout.checksummedEnd..<VaultFileLayout.headerByteCount]) else {
+        let checksum = try SHA256.hash(Array(file[0..<layout.checksummedEnd]))
+        guard Array(checksum[0..<VaultFileLayout.checksumByteCount]) == Array(file[layout.checksummedEnd..<layout.headerByteCount]) else {
             throw VaultError.corrupt("header checksum mismatch (the header was altered or damaged)", path: path)
         }
 
-        var reader = ByteReader(Array(file[0..<VaultFileLayout.headerByteCount]), region: "header", offset: 10)
+        var reader = ByteReader(Array(file[0..<layout.headerByteCount]), region: "header", offset: 10)
         let flags = try reader.readUInt16()
         guard flags == 0 else {
             throw VaultError(.unsupportedVersion, "vault header has unknown flags 0x\(String(flags, radix: 16))",
@@ -111,13 +125,13 @@ struct VaultFileHeader: Sendable, Equatable {
         let wrapNonce = Array(try reader.readBytes(VaultFileLayout.nonceByteCount))
         let wrapped = Array(try reader.readBytes(VaultFileLayout.dekByteCount))
         let wrapTag = Array(try reader.readBytes(VaultFileLayout.tagByteCount))
-        let generation = try reader.readUInt64()
+        let generation = layout.majorVersion == 1 ? try reader.readUInt64() : 0
         let indexLength = try reader.readUInt32()
         let valuesLength = try reader.readUInt64()
         let mac = Array(try reader.readBytes(VaultFileLayout.macByteCount))
 
         let header = VaultFileHeader(
-            minorVersion: minor, vaultID: vaultID,
+            layout: layout, minorVersion: minor, vaultID: vaultID,
             slot: KeySlot(kind: kind, scrypt: parameters, salt: salt, wrapNonce: wrapNonce, wrappedDEK: wrapped, wrapTag: wrapTag),
             generation: generation, indexCiphertextLength: indexLength, valuesLength: valuesLength, mac: mac)
 
@@ -126,6 +140,12 @@ struct VaultFileHeader: Sendable, Equatable {
         }
         guard header.announcedFileLength == UInt64(file.count) else {
             throw VaultError.corrupt("file is \(file.count) bytes but its header announces \(header.announcedFileLength) (truncated or extended)", path: path)
+        }
+        if layout.majorVersion >= 2 {
+            let quantum = UInt64(VaultFileLayout.paddingQuantum)
+            guard UInt64(header.valuesStart) % quantum == 0, header.valuesLength % quantum == 0 else {
+                throw VaultError.corrupt("region sizes are not padded to \(quantum) bytes", path: path)
+            }
         }
         return header
     }

@@ -1,11 +1,11 @@
-/// Constants of vault file format v1. `docs/FORMAT.md` is the byte-by-byte specification;
-/// keep the two in step.
+/// Constants of the vault file formats (v1, read only, and v2, read and written).
+/// `docs/FORMAT.md` is the byte-by-byte specification; keep the two in step.
 enum VaultFileLayout {
     /// "\u{89}VAULT\r\n": the high byte and CR LF catch 7-bit and text-mode mangling.
     static let magic: [UInt8] = [0x89, 0x56, 0x41, 0x55, 0x4C, 0x54, 0x0D, 0x0A]
-    /// The only major version this build reads and writes.
-    static let majorVersion: UInt8 = 1
-    /// The minor version this build writes (it reads any minor of major 1 with the same layout).
+    /// The major version this build writes.
+    static let currentMajorVersion: UInt8 = 2
+    /// The minor version this build writes (it reads any minor of majors 1 and 2 with the same layout).
     static let minorVersion: UInt8 = 0
 
     static let vaultIDByteCount = 16
@@ -15,30 +15,81 @@ enum VaultFileLayout {
     static let dekByteCount = 32
     static let macByteCount = 32
     static let checksumByteCount = 8
+    /// Length of the v2 rollback-record key held in the index.
+    static let stateKeyByteCount = 32
 
-    // Offsets inside the fixed-size header.
-    /// End of the part authenticated as the AAD of the wrapped data key.
+    /// End of the part authenticated as the AAD of the wrapped data key (both versions).
     static let wrapAADEnd = 70
-    static let macedEnd = 150
-    static let checksummedEnd = 182
-    /// Total header length.
-    static let headerByteCount = 190
+    /// Offset of the wrapped key (nonce ‖ ciphertext ‖ tag), both versions.
+    static let wrapStart = 70
+    /// End of the wrapped key, both versions.
+    static let wrapEnd = 130
 
-    /// The index is padded so that the whole file is a multiple of this many bytes.
+    /// The longest header of any version (what a reader compares to spot an unchanged file).
+    static let longestHeaderByteCount = 190
+
+    /// The file (v1) or the header plus the index region, and the values region (v2), are
+    /// padded to multiples of this many bytes.
     static let paddingQuantum = 1024
 
     /// HKDF labels (the `info` input); the salt is always the vault id.
     static let kekInfo = Array("vault/v1/kek/key-material".utf8)
-    static let headerMACInfo = Array("vault/v1/header-mac".utf8)
-    static let indexKeyInfo = Array("vault/v1/index".utf8)
+    static let headerMACInfoV1 = Array("vault/v1/header-mac".utf8)
+    static let indexKeyInfoV1 = Array("vault/v1/index".utf8)
+    static let headerMACInfoV2 = Array("vault/v2/header-mac".utf8)
+    static let indexKeyInfoV2 = Array("vault/v2/index".utf8)
+    /// The value key and the value AAD are the same in v1 and v2 (and in the PostgreSQL backend).
     static let valueKeyInfo = Array("vault/v1/value".utf8)
     static let valueAADPrefix = Array("vault/v1/value".utf8)
+    /// The key of the rollback record: HKDF(state key, vault id, this label).
+    static let stateRecordInfo = Array("vault/v2/state-record".utf8)
 
     /// Entry flag bits in the index.
     static let flagHasLabel: UInt8 = 1 << 0
     static let flagHasExpiry: UInt8 = 1 << 1
     static let flagTransferable: UInt8 = 1 << 2
     static let knownEntryFlags: UInt8 = flagHasLabel | flagHasExpiry | flagTransferable
+
+    /// Rounds `count` up to a multiple of the padding quantum (0 stays 0).
+    static func paddedUp(_ count: Int) -> Int {
+        let quantum = paddingQuantum
+        return (count + quantum - 1) / quantum * quantum
+    }
+}
+
+/// Where the fields of one major version's header sit.
+struct HeaderLayout: Sendable, Equatable {
+    let majorVersion: UInt8
+    /// End of the bytes covered by the header MAC.
+    let macedEnd: Int
+    /// End of the bytes covered by the checksum (= start of the checksum).
+    let checksummedEnd: Int
+    /// Total header length.
+    let headerByteCount: Int
+    /// Offset of index_length (u32) and values_length (u64).
+    let lengthsOffset: Int
+    /// HKDF labels of the header MAC and index keys.
+    let headerMACInfo: [UInt8]
+    let indexKeyInfo: [UInt8]
+
+    /// Version 1: generation and exact lengths in the clear, 190-byte header.
+    static let v1 = HeaderLayout(majorVersion: 1, macedEnd: 150, checksummedEnd: 182, headerByteCount: 190, lengthsOffset: 138,
+                                 headerMACInfo: VaultFileLayout.headerMACInfoV1, indexKeyInfo: VaultFileLayout.indexKeyInfoV1)
+    /// Version 2: padded region sizes only, 182-byte header.
+    static let v2 = HeaderLayout(majorVersion: 2, macedEnd: 142, checksummedEnd: 174, headerByteCount: 182, lengthsOffset: 130,
+                                 headerMACInfo: VaultFileLayout.headerMACInfoV2, indexKeyInfo: VaultFileLayout.indexKeyInfoV2)
+
+    /// The layout of `major`, or nil for a version this build does not read.
+    static func forMajor(_ major: UInt8) -> HeaderLayout? {
+        switch major {
+        case 1: .v1
+        case 2: .v2
+        default: nil
+        }
+    }
+
+    /// Start of the index region (its nonce).
+    var indexStart: Int { headerByteCount }
 }
 
 /// How the key-encryption key is made from the user's key.

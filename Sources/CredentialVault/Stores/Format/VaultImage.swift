@@ -1,11 +1,16 @@
 /// The decoded contents of a vault file: header fields and sealed entries in index order.
 struct VaultImage: Sendable {
+    /// The major version of the file this was read from (writes are always the current version).
+    var majorVersion: UInt8
     var minorVersion: UInt8
     var vaultID: [UInt8]
     var slot: KeySlot
     var generation: UInt64
     /// Strictly ascending by `EntryKey`.
     var entries: [SealedEntry]
+    /// The key of this vault's rollback record, fixed for the vault's life from its first v2
+    /// write on (nil when read from a v1 file: the next write makes one).
+    var stateKey: [UInt8]?
 
     /// Binary search for an entry.
     func index(of key: EntryKey) -> Int? {

@@ -48,6 +48,34 @@ public struct KDFPolicy: Sendable, Hashable {
         }
     }
 
+    /// Throws `suspiciousKDFParameters` when a passphrase slot asks for more scrypt work than
+    /// this build writes (`defaultLogN`) or, when this machine remembers the vault, more than
+    /// it remembers. Runs before any KDF work: raising the cost in a header (logN 20 costs
+    /// 1 GiB and seconds per open) is an edit, not a wrong passphrase.
+    /// - Parameters:
+    ///   - parameters: the header's parameters (already inside the policy).
+    ///   - remembered: the parameters of this vault's rollback record, when it has a passphrase slot.
+    func checkCost(_ parameters: Scrypt.Parameters, remembered: Scrypt.Parameters?, path: String?) throws {
+        let ceiling = remembered?.logN ?? defaultLogN
+        guard parameters.logN > ceiling else { return }
+        let why = remembered != nil
+            ? "more than logN \(ceiling) this machine remembers for this vault"
+            : "more than logN \(ceiling) this build writes"
+        throw VaultError(.suspiciousKDFParameters,
+                         "suspicious KDF parameters: the file asks for scrypt logN \(parameters.logN) "
+                             + "(\(Self.memoryDescription(parameters)) per open), \(why); refused before scrypt runs",
+                         path: path,
+                         fix: "the header was probably altered to make every open slow; restore the vault from a backup, "
+                             + "or accept it explicitly if its key was changed on purpose elsewhere",
+                         topic: .kdfCostRaised)
+    }
+
+    /// "1 GiB" for logN 20, r 8: scrypt needs 128·r·N bytes.
+    static func memoryDescription(_ parameters: Scrypt.Parameters) -> String {
+        let mebibytes = ((128 * UInt64(parameters.r)) << UInt64(min(parameters.logN, 40))) >> 20
+        return mebibytes >= 1024 ? "\(mebibytes / 1024) GiB" : "\(mebibytes) MiB"
+    }
+
     /// Bounds handed to the crypto layer, matching this policy.
     var scryptBounds: Scrypt.Bounds {
         Scrypt.Bounds(logN: minimumLogN...maximumLogN, r: r...r, p: p...p, maximumMemoryBytes: Scrypt.Bounds.standard.maximumMemoryBytes)

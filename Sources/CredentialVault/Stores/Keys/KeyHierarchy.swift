@@ -4,17 +4,29 @@ import VaultCrypto
 /// with the vault id as salt and a distinct label each.
 struct DataKeys: Sendable {
     let dek: SymmetricKey
-    let headerMAC: SymmetricKey
-    let index: SymmetricKey
+    /// Header MAC and index keys of v1 files (read only).
+    let headerMACV1: SymmetricKey
+    let indexV1: SymmetricKey
+    /// Header MAC and index keys of v2 files.
+    let headerMACV2: SymmetricKey
+    let indexV2: SymmetricKey
+    /// The value key (the same in v1 and v2).
     let value: SymmetricKey
+
+    /// The header MAC key of a layout.
+    func headerMAC(_ layout: HeaderLayout) -> SymmetricKey { layout.majorVersion == 1 ? headerMACV1 : headerMACV2 }
+    /// The index key of a layout.
+    func index(_ layout: HeaderLayout) -> SymmetricKey { layout.majorVersion == 1 ? indexV1 : indexV2 }
 
     init(dek: SymmetricKey, vaultID: [UInt8]) throws {
         self.dek = dek
         func derive(_ info: [UInt8]) throws -> SymmetricKey {
             SymmetricKey(bytes: try HKDFSHA256.deriveKey(inputKeyMaterial: dek.bytes, salt: vaultID, info: info, outputByteCount: 32))
         }
-        headerMAC = try derive(VaultFileLayout.headerMACInfo)
-        index = try derive(VaultFileLayout.indexKeyInfo)
+        headerMACV1 = try derive(VaultFileLayout.headerMACInfoV1)
+        indexV1 = try derive(VaultFileLayout.indexKeyInfoV1)
+        headerMACV2 = try derive(VaultFileLayout.headerMACInfoV2)
+        indexV2 = try derive(VaultFileLayout.indexKeyInfoV2)
         value = try derive(VaultFileLayout.valueKeyInfo)
     }
 }

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import CredentialVault
+import VaultCrypto
+
+/// A header whose scrypt cost was raised is "suspicious parameters", refused before scrypt runs,
+/// not a slow "wrong key"; once a vault was opened here, its remembered parameters are the ceiling.
+@Suite struct KDFCostTests {
+    static func fixChecksum(_ bytes: inout [UInt8]) throws {
+        let layout = try #require(HeaderLayout.forMajor(bytes[8]))
+        let checksum = try SHA256.hash(Array(bytes[0..<layout.checksummedEnd]))
+        bytes.replaceSubrange(layout.checksummedEnd..<layout.headerByteCount, with: checksum[0..<8])
+    }
+
+    static func install(_ bytes: [UInt8], in directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = directory + "/" + SecretStore.FileNames.vault
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o600)
+    }
+
+    @Test(arguments: ["golden/v2-passphrase-logn17.vault", "golden/v1-passphrase-logn17.vault"])
+    func logN20InAStandardVaultIsSuspiciousAndRefusedBeforeScrypt(_ fixture: String) throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        var bytes = Array(try Fixtures.data(fixture))
+        #expect(bytes[29] == 17)
+        bytes[29] = 20   // inside the policy's 17...20, but 1 GiB and seconds per open
+        try Self.fixChecksum(&bytes)
+        try Self.install(bytes, in: temp.child("v"))
+        var options = SecretStore.Options()
+        options.rollbackMemory = .disabled
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = expectVaultError(.suspiciousKDFParameters) {
+            try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
+        }
+        #expect(clock.now - started < .seconds(2), "scrypt ran")
+        #expect(error?.message.contains("logN 20") == true)
+        #expect(error?.message.contains("1 GiB") == true)
+        #expect(error?.message.contains("passphrase") == false, "not reported as a wrong key")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: temp.child("v/secrets.vault")))) == bytes, "nothing written")
+    }
+
+    @Test func theRememberedParametersAreTheCeilingAndAcceptingRunsTheKDF() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        var options = SecretStore.Options.testing()   // KDF policy: writes logN 10, accepts 10...12
+        options.rollbackMemory = .directory(temp.child("memory"))
+        let store = try SecretStore.create(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
+        #expect(bytes[29] == 10)
+        bytes[29] = 11
+        try Self.fixChecksum(&bytes)
+        try Self.install(bytes, in: temp.child("v"))
+
+        let error = expectVaultError(.suspiciousKDFParameters) {
+            try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
+        }
+        #expect(error?.message.contains("this machine remembers") == true)
+        // Accepting it on purpose lets scrypt run; the edited header then fails its authentication as it must.
+        var accepting = options
+        accepting.acceptRollback = true
+        expectVaultError(.wrongKey) { try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: accepting) }
+    }
+
+    @Test func aKeyChangeHereUpdatesTheRememberedParameters() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        var options = SecretStore.Options.testing()
+        options.rollbackMemory = .directory(temp.child("memory"))
+        let store = try SecretStore.create(in: temp.child("v"), key: try Fixtures.keyFile("alice.key", in: temp), options: options)
+        let record = { () throws -> RollbackRecord in
+            let path = temp.child("memory") + "/" + store.vaultID + ".generation"
+            return try #require(RollbackRecord.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+        }
+        #expect(try record().slotKind == KeySlotKind.keyMaterial.rawValue)
+        try store.changeKey(to: try Fixtures.passphrase())
+        #expect(try record().slotKind == KeySlotKind.scrypt.rawValue)
+        #expect(try record().scrypt == Scrypt.Parameters(logN: 10, r: 8, p: 1))
+        #expect(try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options).list().isEmpty)
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+@testable import CredentialVault
+import VaultCrypto
+
+/// The rollback memory: the highest generation of each vault, remembered outside the
+/// vault folder and authenticated with the vault's state key.
+@Suite struct RollbackMemoryTests {
+    struct World {
+        let temp: TemporaryDirectory
+        let directory: String
+        let memory: String
+        let key: VaultKey
+
+        /// Fresh options, as a new process would have them.
+        func options(accept: Bool = false) -> SecretStore.Options {
+            var options = SecretStore.Options.testing()
+            options.rollbackMemory = .directory(memory)
+            options.acceptRollback = accept
+            return options
+        }
+
+        var vaultPath: String { directory + "/" + SecretStore.FileNames.vault }
+
+        func copy() throws -> Data { try Data(contentsOf: URL(fileURLWithPath: vaultPath)) }
+
+        func putBack(_ data: Data) throws {
+            try data.write(to: URL(fileURLWithPath: vaultPath))
+            chmod(vaultPath, 0o600)
+        }
+
+        func recordPaths() throws -> [String] {
+            guard FileManager.default.fileExists(atPath: memory) else { return [] }
+            return try FileManager.default.contentsOfDirectory(atPath: memory).map { memory + "/" + $0 }
+        }
+    }
+
+    static func makeWorld() throws -> World {
+        let temp = try TemporaryDirectory()
+        return World(temp: temp, directory: temp.child("vault"), memory: temp.child("state/vault/generations"),
+                     key: try Fixtures.keyFile("alice.key", in: temp))
+    }
+
+    @Test func aFreshStoreRefusesAnOlderCopyAndAcceptsItOnlyWhenAskedTo() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let store = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try store.put(NewEntry(name: "old", secret: secret("1")))
+        let old = try world.copy()
+        try store.put(NewEntry(name: "new", secret: secret("2")))
+        try world.putBack(old)
+
+        let error = expectVaultError(.rollbackDetected) { try SecretStore.open(in: world.directory, key: world.key, options: world.options()) }
+        #expect(error?.message.contains("generation 2, older than generation 3") == true)
+        #expect(try world.copy() == old)
+        // Accepting the restore on purpose resets the memory to it.
+        let restored = try SecretStore.open(in: world.directory, key: world.key, options: world.options(accept: true))
+        #expect(try restored.list().map(\.name) == ["old"])
+        #expect(try SecretStore.open(in: world.directory, key: world.key, options: world.options()).generation == 2)
+    }
+
+    @Test func theMemoryIsPrivateAndOutsideTheVaultFolder() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let store = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        let records = try world.recordPaths()
+        #expect(records.count == 1)
+        #expect(records.first?.hasSuffix(store.vaultID + ".generation") == true)
+        let recordPath = try #require(records.first)
+        let record = try #require(RollbackRecord.parse(Array(try Data(contentsOf: URL(fileURLWithPath: recordPath)))))
+        #expect(record.generation == store.generation)
+        let fileMode = try FileManager.default.attributesOfItem(atPath: try #require(records.first))[.posixPermissions] as? Int
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: world.memory)[.posixPermissions] as? Int
+        #expect(fileMode == 0o600 && directoryMode == 0o700)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: world.directory).sorted() == ["secrets.lock", "secrets.vault"])
+        // A read of the same generation writes nothing at all.
+        let before = try Data(contentsOf: URL(fileURLWithPath: try #require(records.first)))
+        _ = try SecretStore.open(in: world.directory, key: world.key, options: world.options()).list()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(records.first))) == before)
+    }
+
+    @Test func rollbackIsRefusedAcrossRotateAndKeyChanges() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let store = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        let beforeRotate = try world.copy()
+        try store.rotate()
+        try world.putBack(beforeRotate)
+        expectVaultError(.rollbackDetected) { try SecretStore.open(in: world.directory, key: world.key, options: world.options()) }
+
+        let current = try SecretStore.open(in: world.directory, key: world.key, options: world.options(accept: true))
+        try current.put(NewEntry(name: "b", secret: secret("2")))
+        let beforePasswd = try world.copy()
+        let bob = try Fixtures.keyFile("bob.key", in: world.temp)
+        try current.changeKey(to: bob)
+        // Whoever still holds the old key and an old copy: that copy is refused as a rollback too
+        // (the record's key is fixed for the vault's life, so the old file authenticates it).
+        try world.putBack(beforePasswd)
+        expectVaultError(.rollbackDetected) { try SecretStore.open(in: world.directory, key: world.key, options: world.options()) }
+    }
+
+    @Test func aForgedRecordIsIgnoredAndReplaced() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let store = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        let path = try #require(try world.recordPaths().first)
+        var record = try #require(RollbackRecord.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+        // Without the state key an attacker cannot make a record that blocks the vault.
+        record = try RollbackRecord(vaultID: record.vaultID, generation: 1_000, slot: KeySlot(kind: .keyMaterial, scrypt: .init(logN: 0, r: 0, p: 0),
+                                    salt: [], wrapNonce: [], wrappedDEK: [], wrapTag: []), stateKey: [UInt8](repeating: 7, count: 32))
+        try Data(record.encoded()).write(to: URL(fileURLWithPath: path))
+        let reopened = try SecretStore.open(in: world.directory, key: world.key, options: world.options())
+        #expect(try reopened.list().map(\.name) == ["a"])
+        let replaced = try #require(RollbackRecord.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+        #expect(replaced.generation == reopened.generation)
+    }
+
+    @Test func aVersion1CopyIsRefusedOnceTheVaultMovedToVersion2() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        try FileManager.default.createDirectory(atPath: world.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let v1 = try Fixtures.data("golden/v1-keyfile.vault")
+        try world.putBack(v1)
+        let store = try SecretStore.open(in: world.directory, key: world.key, options: world.options())
+        #expect(try world.recordPaths().isEmpty, "a v1 file has no state key: nothing is remembered until its first write")
+        try store.put(NewEntry(name: "added", secret: secret("x")))
+        #expect(try world.recordPaths().count == 1)
+        try world.putBack(v1)
+        expectVaultError(.rollbackDetected) { try SecretStore.open(in: world.directory, key: world.key, options: world.options()) }
+    }
+
+    @Test func deletingTheMemoryLetsAnOlderCopyThrough() throws {
+        // The documented limit: the memory is a file the user (and whoever acts as the user) can delete.
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let store = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        let old = try world.copy()
+        try store.put(NewEntry(name: "b", secret: secret("2")))
+        try world.putBack(old)
+        for path in try world.recordPaths() { try FileManager.default.removeItem(atPath: path) }
+        #expect(try SecretStore.open(in: world.directory, key: world.key, options: world.options()).list().map(\.name) == ["a"])
+    }
+
+    @Test func standardLocationFollowsXDGStateHome() {
+        #expect(RollbackMemory.standard.directory(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/vault/generations")
+        #expect(RollbackMemory.standard.directory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"])
+                == "/h/.local/state/vault/generations")
+        #expect(RollbackMemory.standard.directory(environment: ["HOME": "/h"]) == "/h/.local/state/vault/generations")
+        #expect(RollbackMemory.disabled.directory(environment: ["HOME": "/h"]) == nil)
+        #expect(RollbackMemory.directory("/x").directory(environment: [:]) == "/x")
+    }
+}

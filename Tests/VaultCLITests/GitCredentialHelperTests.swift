@@ -146,10 +146,11 @@ struct GitWorld {
         #expect(list.stdoutText.contains("\"expiresAt\""))
 
         // An entry whose expiry has passed is not returned.
-        let soon = Int(Date().timeIntervalSince1970) + 1
+        // Far enough ahead that a loaded machine still stores it before it lapses.
+        let soon = Int(Date().timeIntervalSince1970) + 5
         try world.helper("store", "protocol=https\nhost=soon.example\nusername=u\npassword=pw\npassword_expiry_utc=\(soon)\n\n")
         #expect(try world.entryNames().contains("git:https://u@soon.example"))
-        Thread.sleep(forTimeInterval: 2.1)
+        Thread.sleep(until: Date(timeIntervalSince1970: TimeInterval(soon) + 0.2))
         let expired = try world.helper("get", "protocol=https\nhost=soon.example\n\n")
         #expect(expired.status == 0)
         #expect(expired.stdout.isEmpty)

@@ -15,7 +15,12 @@ import Testing
         defer { state.cleanUp() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: name))
-        process.environment = ["TMPDIR": temp.path, "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": state.path]
+        var environment = ["TMPDIR": temp.path, "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": state.path]
+        // Under scripts/sanitize the example is checked with the same options and suppressions.
+        for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"] {
+            environment[name] = ProcessInfo.processInfo.environment[name]
+        }
+        process.environment = environment
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

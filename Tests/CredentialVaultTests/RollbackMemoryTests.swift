@@ -153,4 +153,54 @@ import VaultCrypto
         #expect(RollbackMemory.disabled.directory(environment: ["HOME": "/h"]) == nil)
         #expect(RollbackMemory.directory("/x").directory(environment: [:]) == "/x")
     }
+
+    /// Another process commits between this read of the file and of the record, every time:
+    /// the record is then newer than the file just read, which is not a rollback (found by
+    /// scripts/stress in CI, where fresh `vault get`s raced busy writers).
+    @Test func aCommitBetweenReadingTheFileAndTheRecordIsNotARollback() throws {
+        let world = try Self.makeWorld()
+        defer { world.temp.cleanUp() }
+        let writer = try SecretStore.create(in: world.directory, key: world.key, options: world.options())
+        try writer.put(NewEntry(name: "kept", secret: secret("1")))
+        let racer = RacingCommits(writer: writer, limit: 5)
+        let secretRead = try IOFaultInjection.$afterVaultFileRead.withValue({ racer.commit() }) {
+            try SecretStore.open(in: world.directory, key: world.key, options: world.options()).secret(named: "kept")
+        }
+        #expect(secretRead.withUnsafeBytes { Array($0) } == Array("1".utf8))
+        #expect(racer.commits >= 2, "the race ran on the retry too (\(racer.commits) commits)")
+        // A real rollback is still refused, with the record read before the file.
+        let old = try world.copy()
+        try writer.put(NewEntry(name: "newer", secret: secret("2")))
+        try world.putBack(old)
+        expectVaultError(.rollbackDetected) { try SecretStore.open(in: world.directory, key: world.key, options: world.options()) }
+    }
+}
+
+/// Commits one write through `writer` each time it is called (up to `limit`), ignoring the
+/// calls made by that write's own read.
+private final class RacingCommits: @unchecked Sendable {
+    private let lock = NSLock()
+    private let writer: SecretStore
+    private let limit: Int
+    private var busy = false
+    private var count = 0
+
+    init(writer: SecretStore, limit: Int) {
+        self.writer = writer
+        self.limit = limit
+    }
+
+    var commits: Int { lock.withLock { count } }
+
+    func commit() {
+        let go = lock.withLock { () -> Bool in
+            guard !busy, count < limit else { return false }
+            busy = true
+            count += 1
+            return true
+        }
+        guard go else { return }
+        defer { lock.withLock { busy = false } }
+        try? writer.put(NewEntry(name: "racer-\(commits)", secret: secret("x")))
+    }
 }

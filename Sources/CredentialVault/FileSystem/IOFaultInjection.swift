@@ -8,3 +8,9 @@ package enum IOFaultInjection {
     /// (e.g. `ENOSPC`) before writing anything, as a full disk would.
     @TaskLocal package static var failingWritesErrno: Int32?
 }
+
+extension IOFaultInjection {
+    /// When set, a `SecretStore` calls this right after it has read its vault file and before
+    /// it checks the rollback record: where another process's commit lands in a race.
+    @TaskLocal package static var afterVaultFileRead: (@Sendable () -> Void)?
+}

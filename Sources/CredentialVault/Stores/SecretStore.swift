@@ -328,23 +328,43 @@ public final class SecretStore: Sendable {
 
     /// Reads and decodes the current file, checking rollback and identity.
     ///
-    /// The file and the rollback record are read one after the other without a lock, so a
-    /// writer that commits in between leaves a record newer than the file just read. A
-    /// record-based rollback error is therefore re-checked against a fresh read of the file
-    /// (at most four more times); a file that really is older fails every time.
+    /// A rollback record is written only after the file of its generation was renamed into
+    /// place, so a record read *before* the file proves that the path held at least that
+    /// generation when the file was read: an older file then is a genuine rollback. A read
+    /// first checks the record after the file (it needs the file's vault id, and a file that
+    /// is unchanged since the last read costs no record read at all); a writer committing in
+    /// between leaves a newer record, so that verdict is inconclusive and is retried with the
+    /// record read first.
     private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
-        var retries = 0
+        var vaultID: [UInt8]?
+        var attempts = 0
         while true {
+            attempts += 1
+            let earlier = vaultID.map { id in EarlierRecord(vaultID: id, record: records.read(vaultID: id)) }
             do {
-                return try loadOnce(&state)
-            } catch let error as VaultError where error.topic == .rollback && retries < 4 {
-                retries += 1
+                return try loadOnce(&state, earlier: earlier)
+            } catch let inconclusive as InconclusiveRollback {
+                guard attempts < 3 else { throw inconclusive.error }
                 state.lastDecoded = nil
+                vaultID = inconclusive.vaultID
             }
         }
     }
 
-    private func loadOnce(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
+    /// A rollback record read before the vault file (`record` is nil when there was none).
+    private struct EarlierRecord {
+        var vaultID: [UInt8]
+        var record: RollbackRecord?
+    }
+
+    /// A file older than a rollback record that was read after it: a writer may have
+    /// committed in between, so the verdict waits for a read with the record first.
+    private struct InconclusiveRollback: Error {
+        var vaultID: [UInt8]
+        var error: VaultError
+    }
+
+    private func loadOnce(_ state: inout State, earlier: EarlierRecord?) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let (image, keys, kek): (VaultImage, DataKeys, SymmetricKey)
         // A file that starts with the header last decoded is that same write (the header holds
         // a fresh random nonce and a MAC): only the header is read, not the whole file.
@@ -355,6 +375,7 @@ public final class SecretStore: Sendable {
         } catch let error as VaultError where error.code == .notFound {
             throw VaultError.vaultNotFound(path: directory)
         }
+        IOFaultInjection.afterVaultFileRead?()
         switch read {
         case .unchanged:
             guard let cached = state.lastDecoded else { preconditionFailure("unchanged is only reported against a cached file") }
@@ -365,7 +386,7 @@ public final class SecretStore: Sendable {
             } else {
                 state.lastDecoded = nil
                 (image, keys, kek) = try decode(file, state: &state)
-                try checkRollbackRecord(of: image)
+                try checkRollbackRecord(of: image, earlier: earlier)
                 state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
             }
         }
@@ -389,21 +410,25 @@ public final class SecretStore: Sendable {
     /// state key) is checked against the record unauthenticated, since v1 files are never
     /// written any more and one that reappears after its vault moved to v2 is a restore.
     /// - Throws: `.rollbackDetected`.
-    private func checkRollbackRecord(of image: VaultImage) throws {
+    /// - Parameter earlier: the record as read before the file, when the vault id was known.
+    private func checkRollbackRecord(of image: VaultImage, earlier: EarlierRecord?) throws {
         guard records.directory != nil else { return }
-        var trusted = records.read(vaultID: image.vaultID)
+        let readFirst = earlier.map { $0.vaultID == image.vaultID } ?? false
+        var trusted = readFirst ? earlier?.record : records.read(vaultID: image.vaultID)
         if let record = trusted, image.majorVersion >= 2, !(image.stateKey.map(record.isAuthentic) ?? false) {
             options.logger.warning("the rollback record of this vault does not authenticate; it is ignored and replaced")
             trusted = nil
         }
         if let trusted, image.generation < trusted.generation, !options.acceptRollback {
-            throw VaultError(.rollbackDetected,
+            let error = VaultError(.rollbackDetected,
                              "the vault file is generation \(image.generation), older than generation \(trusted.generation) "
                                  + "this machine saw before",
                              path: vaultPath,
                              fix: "an older copy was put back over the vault; restore the newest copy, or accept this one "
                                  + "explicitly if you restored a backup on purpose",
                              topic: .rollback)
+            if readFirst { throw error }
+            throw InconclusiveRollback(vaultID: image.vaultID, error: error)
         }
         guard let stateKey = image.stateKey else { return }
         let changed = trusted.map { $0.generation != image.generation || !$0.matches(image.slot) } ?? true

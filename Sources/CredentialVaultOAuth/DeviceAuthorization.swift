@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// A started device sign-in (RFC 8628 §3.2): show `verificationURI` and `userCode` to the

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import NIOHTTP1
 import VaultCrypto
 

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import Synchronization

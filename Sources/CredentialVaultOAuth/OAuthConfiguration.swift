@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Everything an `OAuthClient` needs to know about the server and itself.
 public struct OAuthConfiguration: Sendable {
@@ -45,7 +45,8 @@ public struct OAuthConfiguration: Sendable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        var host = Substring(host.lowercased())
+        if host.hasPrefix("["), host.hasSuffix("]"), host.count >= 2 { host = host.dropFirst().dropLast() }
         if host == "localhost" || host == "::1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }

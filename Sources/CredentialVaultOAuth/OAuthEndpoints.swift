@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The server's endpoints. Each one set here overrides what discovery finds.
 public struct OAuthEndpoints: Sendable, Hashable {

@@ -1,4 +1,5 @@
-import Foundation
+import CredentialVault
+import FoundationEssentials
 
 /// Bounded retries of transient failures: exponential backoff with full jitter, and the
 /// server's `Retry-After` honoured when it is not longer than `maximumRetryAfter`.
@@ -41,14 +42,30 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Parses `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
     static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = value.map(Self.trimmingSpaces), !value.isEmpty else { return nil }
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
+        guard let date = httpDate(value) else { return nil }
         return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+    }
+
+    /// An IMF-fixdate (RFC 9110 §5.6.7), "Sun, 06 Nov 1994 08:49:37 GMT", the form servers
+    /// must send; nil for anything else.
+    static func httpDate(_ value: String) -> Date? {
+        let parts = value.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 6, weekdays.contains(String(parts[0])), parts[5] == "GMT",
+              parts[1].count == 2, parts[3].count == 4, parts[4].count == 8,
+              let month = months.firstIndex(of: String(parts[2])) else { return nil }
+        let monthNumber = month + 1 < 10 ? "0\(month + 1)" : "\(month + 1)"
+        return ISO8601Timestamp.date(from: "\(parts[3])-\(monthNumber)-\(parts[1])T\(parts[4])Z")
+    }
+
+    private static let weekdays: Set<String> = ["Mon,", "Tue,", "Wed,", "Thu,", "Fri,", "Sat,", "Sun,"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    private static func trimmingSpaces(_ text: String) -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 
     static func seconds(_ duration: Duration) -> Double {

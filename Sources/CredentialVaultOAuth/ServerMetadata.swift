@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// What discovery learned about the server (OpenID Connect Discovery 1.0, RFC 8414).
 public struct ServerMetadata: Sendable, Hashable {

@@ -17,7 +17,9 @@ struct VaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vault",
         abstract: "Keep sign-in tokens and secrets safe on Linux, and bring the signed-in user back at start-up.",
-        discussion: HelpText.rootDiscussion,
+        // The root discussion (wrapped tables of the environment and exit statuses) is only
+        // ever shown by root-level help, so a subcommand's run does not build it.
+        discussion: HelpText.rootHelpMayBeShown(arguments: CommandLine.arguments) ? HelpText.rootDiscussion : "",
         version: VaultVersion.current,
         groupedSubcommands: [
             CommandGroup(name: "Vault", subcommands: [

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// AES-256-GCM authenticated encryption with a 12-byte nonce and a 16-byte tag.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// HKDF with SHA-256 (RFC 5869), through `EVP_KDF "HKDF"`.
 public enum HKDFSHA256 {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// HMAC-SHA256 (OpenSSL's one-shot `HMAC`).
 public enum HMACSHA256 {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// SHA-256 (`EVP_Digest` with `EVP_sha256`).
 public enum SHA256 {

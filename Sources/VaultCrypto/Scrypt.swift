@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// scrypt (RFC 7914) through `EVP_PBE_scrypt`, with `maxmem` always explicit and
 /// parameters checked against bounds before any work is done.

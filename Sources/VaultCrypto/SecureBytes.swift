@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Bytes that must not outlive their use: keys, passphrases, plaintext secrets.
 ///

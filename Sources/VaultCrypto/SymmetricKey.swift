@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A symmetric key held in zeroising memory.
 public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {

@@ -43,7 +43,7 @@ guard arguments.count >= 6 else { fail("usage: VaultTestWorker add|mixed DIR KEY
 let (command, directory, keyFile, prefix) = (arguments[1], arguments[2], arguments[3], arguments[4])
 // The rollback memory of the stores below (`RollbackMemory.standard`) goes next to the test's
 // vault folder, in its temporary directory, not into the developer's ~/.local/state.
-setenv("XDG_STATE_HOME", ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("state"), 0)
+setenv("XDG_STATE_HOME", PathText.joining(PathText.parent(of: directory), "state"), 0)
 guard let number = Int(arguments[5]) else { fail("N must be a number") }
 
 do {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// UTC timestamps as ISO 8601 / RFC 3339 text with milliseconds: "2026-01-31T08:15:00.250Z".
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON member that exists but has the wrong type or value, named by its dotted path.
 /// The message names the path and the kinds, never the value.

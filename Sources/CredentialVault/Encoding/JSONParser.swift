@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Why and where a JSON text was rejected. It never quotes the text, which may hold tokens.
 struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Any JSON value, for data whose shape the vault does not own: settings, unknown keys
 /// kept on rewrite, JWT headers and claims.

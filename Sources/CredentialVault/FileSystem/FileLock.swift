@@ -3,7 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// An advisory `flock(2)` lock on a separate lock file, released by `release()` or deinit.
 ///
@@ -17,9 +18,8 @@ import Foundation
 /// The lock file is never deleted: deleting it would let one process lock the old inode
 /// while another creates and locks a new file at the same path.
 ///
-/// `@unchecked Sendable` is safe because the only mutable state, the descriptor, is read
-/// and written only while holding `state`, an `NSLock`.
-final class FileLock: @unchecked Sendable {
+/// Sendable: the only mutable state, the descriptor, lives in a `Mutex`.
+final class FileLock: Sendable {
     /// How the lock is shared.
     enum Mode: Sendable {
         /// Many holders at once (`LOCK_SH`), for readers.
@@ -35,16 +35,14 @@ final class FileLock: @unchecked Sendable {
     let path: String
     /// The mode it was taken in.
     let mode: Mode
-    /// Guards `descriptor`.
-    private let state = NSLock()
     /// The open lock file, or -1 once released.
-    private var descriptor: Int32
+    private let descriptor: Mutex<Int32>
 
     /// Wraps a descriptor that already holds the lock.
     private init(path: String, mode: Mode, descriptor: Int32) {
         self.path = path
         self.mode = mode
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
     /// Opens (creating it 0600 if needed) the lock file and takes the lock, polling
@@ -85,10 +83,10 @@ final class FileLock: @unchecked Sendable {
 
     /// Drops the lock and closes the lock file; later calls do nothing.
     func release() {
-        state.lock()
-        let raw = descriptor
-        descriptor = -1
-        state.unlock()
+        let raw = descriptor.withLock { descriptor in
+            defer { descriptor = -1 }
+            return descriptor
+        }
         guard raw >= 0 else { return }
         // Closing the only descriptor of the open file description releases the lock;
         // the explicit LOCK_UN only makes that visible in traces.
@@ -98,9 +96,7 @@ final class FileLock: @unchecked Sendable {
 
     /// Whether the lock is still held by this object.
     var isHeld: Bool {
-        state.lock()
-        defer { state.unlock() }
-        return descriptor >= 0
+        descriptor.withLock { $0 >= 0 }
     }
 
     /// Releases the lock if `release()` was not called.

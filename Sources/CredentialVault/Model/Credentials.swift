@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// The tokens of a signed-in session, as an OAuth 2.0 server issued them.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Everything known about an entry except its secret. Safe to print and log.
 public struct EntryMetadata: Sendable, Hashable, Codable {

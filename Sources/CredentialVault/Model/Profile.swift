@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The non-secret state of an install, kept as plain JSON by `ProfileStore`: the anonymous
 /// id, the signed-in user, app settings and an unfinished sign-in.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The "refresh in flight" journal entry (profile key "refreshInFlight"), written before the
 /// refresh request leaves and cleared after the new tokens are saved, so that a launch after

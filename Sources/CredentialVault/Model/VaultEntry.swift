@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// An entry with its secret, as returned by `SecretStore.entry(named:owner:)`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// Reads and writes `Credentials` as entries of a user's namespace in the vault.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// What happens when a guest item and the account's item share a name during sign-in.

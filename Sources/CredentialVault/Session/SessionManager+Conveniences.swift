@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// True when someone is signed in with an access token valid for `minTTL` (plus the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// Returns the signed-in user, waiting for a sign-in when there is none: the pattern of

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// Registers defaults for settings, the way `UserDefaults.register(defaults:)` does: a

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a published state said, without credentials: enough to tell whether another
 /// process changed who is signed in.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import VaultCrypto
 
@@ -49,7 +49,7 @@ public actor SessionManager {
         self.key = key
         self.configuration = configuration
         self.profiles = ProfileStore(directory: directory, lockTimeout: configuration.lockTimeout)
-        self.sessionLockPath = (directory as NSString).appendingPathComponent("session.lock")
+        self.sessionLockPath = PathText.joining(directory, "session.lock")
     }
 
     // MARK: Start-up

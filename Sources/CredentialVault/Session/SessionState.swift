@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who is using the app right now: the one answer `SessionManager.restore()` gives at start-up.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// An OAuth 2.0 error response (RFC 6749 §5.2), e.g. `{"error": "invalid_grant"}`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Checks names, labels and secrets against `VaultLimits` before anything is written.
 enum EntryValidation {
@@ -54,8 +54,9 @@ enum EntryValidation {
     private static func checkNormalized(_ text: String, what: String) throws {
         // Plain ASCII is always NFC; only other text needs the Unicode tables.
         guard !text.utf8.allSatisfy({ $0 < 0x80 }) else { return }
-        let normalized = text.precomposedStringWithCanonicalMapping
-        guard text.utf8.elementsEqual(normalized.utf8) else {
+        // The standard library's own NFC (what swift-foundation's precomposed mapping uses),
+        // so the check needs no ICU.
+        guard text.utf8.elementsEqual(text._nfcCodeUnits) else {
             throw VaultError(.invalidInput,
                              "the \(what) is not in Unicode normal form C (NFC), so it could look the same as another name",
                              fix: "type it again in NFC (most keyboards and 'iconv'/'uconv -x nfc' produce it)")

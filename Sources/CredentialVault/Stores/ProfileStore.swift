@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Keeps the `Profile` in a plain JSON file: the `UserDefaults` of the vault, for data that
 /// is NOT secret (tokens belong in the encrypted store).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SecretStore {
     /// Destroys the vault in `directory` without opening it, so that a vault whose
@@ -20,8 +20,8 @@ extension SecretStore {
     ///   (symlink, hard links, group/other access), `.io`.
     @discardableResult
     public static func wipe(in directory: String, lockTimeout: Duration = .seconds(10)) throws -> Bool {
-        let lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
-        let vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
+        let lockPath = PathText.joining(directory, FileNames.lock)
+        let vaultPath = PathText.joining(directory, FileNames.vault)
         guard SecureFileSystem.exists(vaultPath) else { return false }
         // The same folder checks as every other command: a vault in a folder others can
         // write to, or below an unsafe ancestor, is refused rather than overwritten.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 import VaultCrypto
@@ -101,8 +102,8 @@ public final class SecretStore: Sendable {
 
     private init(directory: String, key: VaultKey, options: Options) {
         self.directory = directory
-        self.vaultPath = (directory as NSString).appendingPathComponent(FileNames.vault)
-        self.lockPath = (directory as NSString).appendingPathComponent(FileNames.lock)
+        self.vaultPath = PathText.joining(directory, FileNames.vault)
+        self.lockPath = PathText.joining(directory, FileNames.lock)
         self.options = options
         self.records = RollbackRecordStore(directory: options.rollbackMemory.directory(), logger: options.logger)
         self.state = Mutex(State(key: key, highestGeneration: options.minimumGeneration))
@@ -110,7 +111,7 @@ public final class SecretStore: Sendable {
 
     /// True when a vault file exists in `directory`.
     public static func exists(in directory: String) -> Bool {
-        SecureFileSystem.exists((directory as NSString).appendingPathComponent(FileNames.vault))
+        SecureFileSystem.exists(PathText.joining(directory, FileNames.vault))
     }
 
     /// Creates a new, empty vault in `directory` (made 0700 if missing).

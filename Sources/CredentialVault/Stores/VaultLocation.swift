@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the vault lives when no `--vault DIR` is given.
 public enum VaultLocation {
@@ -11,9 +11,9 @@ public enum VaultLocation {
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let directory = environment["VAULT_DIR"], !directory.isEmpty { return directory }
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
-            return (data as NSString).appendingPathComponent("vault")
+            return PathText.joining(data, "vault")
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return (home as NSString).appendingPathComponent(".local/share/vault")
+        let home = PathText.homeDirectory(environment: environment) ?? "/"
+        return PathText.joining(home, ".local/share/vault")
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// A set of changes applied to the vault as one durable write.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault add NAME`: stores a secret read from standard input.

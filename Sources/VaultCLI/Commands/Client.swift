@@ -1,6 +1,7 @@
+import Glibc
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 extension VaultCommand {
@@ -88,13 +89,16 @@ extension VaultCommand {
 /// Reading a client secret from a file: the bytes, one trailing newline dropped.
 enum VaultKeySecretFile {
     static func read(_ path: String) throws -> SecureBytes {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
             throw VaultError(.notFound, "cannot read the secret file", path: path)
         }
-        defer { try? handle.close() }
-        let data = try handle.readToEnd() ?? Data()
-        guard data.count <= 4096 else { throw VaultError(.invalidInput, "the secret file is larger than 4096 bytes", path: path) }
-        return SecureBytes(copying: data)
+        defer { close(descriptor) }
+        do {
+            return try StandardIO.readAll(from: descriptor, limit: 4096, name: "the secret file")
+        } catch let error as VaultError where error.code == .invalidInput {
+            throw VaultError(.invalidInput, "the secret file is larger than 4096 bytes", path: path)
+        }
     }
 
     static func trimmingNewline(_ secret: SecureBytes) -> SecureBytes {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault demo`: a real session, end to end, in a throwaway folder.
@@ -33,7 +33,7 @@ struct DemoFolder {
     let path: String
 
     init() throws {
-        path = (NSTemporaryDirectory() as NSString).appendingPathComponent("vault-demo-\(UUID().uuidString.prefix(8).lowercased())")
+        path = PathText.joining(PathText.temporaryDirectory(), "vault-demo-\(UUID().uuidString.prefix(8).lowercased())")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
@@ -66,7 +66,7 @@ struct DemoRunner {
         try run(["init"])
 
         step(2, "First launch: the app is a guest with a stable anonymous id")
-        let anonymousID = try run(["guest"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let anonymousID = try run(["guest"]).trimmingWhitespace()
         try run(["status"])
 
         step(3, "The guest adds items: a cart that moves on sign-in, coins that stay with the guest")
@@ -106,26 +106,14 @@ struct DemoRunner {
         let shownArguments = arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
         let feed = input.map { _ in "printf '…' | " } ?? ""
         print("   $ \(prefix.map { $0 + " " } ?? feed)vault \(shownArguments)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe(), errors = Pipe(), stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(input) }
-        try stdin.fileHandleForWriting.close()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: outputData, as: UTF8.self)
-        for line in (text + String(decoding: errorData, as: UTF8.self)).split(separator: "\n") {
+        let result = Subprocess.run([executable] + arguments, input: input.map { SecureBytes(copying: $0) },
+                                    captureOutput: true, captureErrors: true, environment: environment, timeout: 120)
+        let text = result.output.map { String(decoding: $0.withUnsafeBytes { Array($0) }, as: UTF8.self) } ?? ""
+        for line in (text + String(decoding: result.errors, as: UTF8.self)).split(separator: "\n") {
             print("     \(line)")
         }
-        guard process.terminationStatus == expectedStatus else {
-            throw DemoFailure(command: shownArguments, status: process.terminationStatus)
+        guard result.status == expectedStatus else {
+            throw DemoFailure(command: shownArguments, status: result.status)
         }
         return text
     }
@@ -134,8 +122,7 @@ struct DemoRunner {
     static func tokenResponse(expiresIn: Int) -> Data {
         let now = Int(Date().timeIntervalSince1970)
         func part(_ json: String) -> String {
-            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            Data(json.utf8).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
         }
         let jwt = part(#"{"alg":"RS256","typ":"JWT"}"#) + "."
             + part(#"{"sub":"u-1001","iss":"https://auth.example.com","iat":\#(now),"exp":\#(now + expiresIn),"scope":"openid profile"}"#)

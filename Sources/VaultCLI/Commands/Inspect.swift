@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault inspect NAME`: metadata, expiry, a masked preview, JWT claims; never the secret.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault list`: names and metadata, never secrets.
@@ -43,7 +43,7 @@ extension VaultCommand {
             let rows = entries.map { entry in
                 (showOwner ? [entry.owner] : []) + [
                     entry.name, entry.kind.rawValue, entry.expiryStatus(at: now).description,
-                    String(RFC3339.string(from: entry.updatedAt).prefix(16)).replacingOccurrences(of: "T", with: " ") + "Z",
+                    String(RFC3339.string(from: entry.updatedAt).prefix(16)).replacing("T", with: " ") + "Z",
                     entry.label ?? "",
                 ]
             }

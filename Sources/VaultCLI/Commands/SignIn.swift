@@ -1,7 +1,7 @@
 import ArgumentParser
 import CredentialVault
 import CredentialVaultOAuth
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault signin`: stores an OAuth 2.0 token response and upgrades the guest.
@@ -105,7 +105,7 @@ extension MergePolicy {
 
     /// Parses `--merge-policy`.
     init(parsing text: String) throws {
-        switch text.lowercased().replacingOccurrences(of: "-", with: "") {
+        switch text.lowercased().replacing("-", with: "") {
         case "keepaccount": self = .keepAccount
         case "keepguest": self = .keepGuest
         case "newestwins": self = .newestWins

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault status`: who is using the app right now.

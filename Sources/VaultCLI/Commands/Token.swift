@@ -1,7 +1,7 @@
 import ArgumentParser
 import CredentialVault
 import CredentialVaultOAuth
-import Foundation
+import FoundationEssentials
 
 extension VaultCommand {
     /// `vault token`: the signed-in user's access token, for scripts.

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// The detached process that empties the clipboard after `vault get --clip`, but only if it

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// `docker-credential-vault [VAULT OPTIONS] store|get|erase|list`: docker's credential helper
@@ -65,7 +65,7 @@ enum DockerCredentialHelper {
 
     /// The server URL of `get` and `erase`: the whole input, surrounding white space removed.
     static func serverURL(_ input: SecureBytes) throws -> String {
-        let text = input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.trimmingWhitespace()
         guard !text.isEmpty else { throw Failure(message: missingServerURLMessage) }
         return text
     }

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// One credential in git's helper protocol (gitcredentials(7), git-credential(1)): what git
@@ -56,7 +56,7 @@ struct GitCredential: Sendable {
     init?(entryName name: String) {
         guard name.hasPrefix(Self.namePrefix) else { return nil }
         let rest = name.dropFirst(Self.namePrefix.count)
-        guard let separator = rest.range(of: "://") else { return nil }
+        guard let separator = rest.firstRange(of: "://") else { return nil }
         let afterScheme = rest[separator.upperBound...]
         let authority = afterScheme.prefix { $0 != "/" }
         let pathPart = afterScheme.dropFirst(authority.count)

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// `git-credential-vault [VAULT OPTIONS] get|store|erase`: the git credential helper.

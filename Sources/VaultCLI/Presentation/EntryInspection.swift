@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// What `vault inspect` shows about an entry: its metadata, expiry, a masked preview and,

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// `vault list --json`, written straight to bytes.
 ///

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 extension EntryMetadata {
     /// The entry as `vault list --json` prints it: `name`, `owner`, `kind`, `label` (or null),

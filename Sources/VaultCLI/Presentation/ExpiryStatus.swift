@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// Where an entry stands against its expiry date, for people: "expires in 12 min",
 /// "expired 3 h ago", "no expiry".

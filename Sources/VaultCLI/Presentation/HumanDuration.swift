@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// Durations as people type and read them: "90s", "15m", "1h30m", "7d".
 enum HumanDuration {

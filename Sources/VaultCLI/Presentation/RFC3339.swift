@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// RFC 3339 timestamps in UTC with milliseconds, as the CLI's JSON and text print them:
 /// "2026-01-31T08:15:00.250Z".

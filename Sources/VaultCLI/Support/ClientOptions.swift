@@ -1,7 +1,7 @@
 import ArgumentParser
 import CredentialVault
 import CredentialVaultOAuth
-import Foundation
+import FoundationEssentials
 
 /// The options that describe an OAuth client (`vault signin --device`, `vault client`).
 struct ClientOptions: ParsableArguments {
@@ -32,7 +32,7 @@ struct ClientOptions: ParsableArguments {
         guard issuer != nil || tokenEndpoint != nil else {
             throw UsageError("give --issuer (or at least --token-endpoint)")
         }
-        let caBundle = caBundle.map { ($0 as NSString).standardizingPath }
+        let caBundle = caBundle.map { PathText.expandingTilde($0) }
         return StoredClientConfiguration(
             issuer: issuer, clientID: clientID, authMethod: authMethod, grant: grant,
             scopes: scopes.flatMap { $0.split(separator: " ").map(String.init) },

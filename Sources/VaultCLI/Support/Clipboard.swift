@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// The clipboard, through whichever of `wl-copy`, `xclip` or `xsel` is on PATH (`wl-copy`

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// Completes entry names (`vault get <TAB>`) from the vault named on the command line.
@@ -76,7 +76,7 @@ enum EntryNameCompletion {
 
     private static func expandedHome(_ path: String) -> String {
         guard path == "~" || path.hasPrefix("~/") else { return path }
-        let home = KeySources.environmentValue("HOME") ?? NSHomeDirectory()
+        let home = KeySources.environmentValue("HOME") ?? PathText.homeDirectory() ?? ""
         return home + path.dropFirst()
     }
 

@@ -1,5 +1,5 @@
 import CredentialVault
-import Foundation
+import FoundationEssentials
 
 /// Text shared by the help pages and the man page: the environment, the exit statuses and
 /// the examples, each kept in one table here (exit statuses in `VaultExitStatus`).
@@ -33,6 +33,15 @@ enum HelpText {
         ("vault list --json", "Names and metadata as JSON, never the secrets."),
         ("vault status --json | jq -r .state", "The session state, as an app would find it at start-up."),
     ]
+
+    /// Whether this run can print the root's help (and so needs `rootDiscussion`): no
+    /// subcommand named, a root-level flag (`--help`, `--experimental-dump-help`, …) or `help`.
+    /// A run whose first argument names a subcommand shows at most that subcommand's help.
+    static func rootHelpMayBeShown(arguments: [String]) -> Bool {
+        guard arguments.count > 1 else { return true }
+        let first = arguments[1]
+        return first.hasPrefix("-") || first == "help"
+    }
 
     /// The root command's discussion: where keys come from, the environment, the exit
     /// statuses and examples.
@@ -81,7 +90,7 @@ enum HelpText {
     /// Text for an mdoc text line: backslashes written as `\e`, and a leading `.` or `'`
     /// protected with `\&` so that it is not read as a macro.
     static func mdocText(_ text: String) -> String {
-        let escaped = text.replacingOccurrences(of: "\\", with: "\\e")
+        let escaped = text.replacing("\\", with: "\\e")
         if let first = escaped.first, first == "." || first == "'" { return "\\&" + escaped }
         return escaped
     }

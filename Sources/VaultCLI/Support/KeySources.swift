@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// Finds the key that opens a vault, or the new one for `vault passwd`. First match wins:

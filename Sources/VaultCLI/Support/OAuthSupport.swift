@@ -1,6 +1,6 @@
 import CredentialVault
 import CredentialVaultOAuth
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// The OAuth client configuration the CLI keeps: issuer, client id, endpoints, scopes and

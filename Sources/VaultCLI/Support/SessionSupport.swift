@@ -1,5 +1,6 @@
+import Glibc
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 extension VaultOptions {
@@ -25,7 +26,7 @@ extension VaultOptions {
     /// True when the vault directory holds neither a vault nor a profile: nothing to read,
     /// and a read command must not create them (`status` and `token` say so instead).
     var hasNoSession: Bool {
-        let profile = (directory as NSString).appendingPathComponent("profile.json")
+        let profile = PathText.joining(directory, "profile.json")
         return !SecretStore.exists(in: directory) && access(profile, F_OK) != 0
     }
 }

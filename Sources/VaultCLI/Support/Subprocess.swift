@@ -4,11 +4,11 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
-/// Runs a helper program (a clipboard tool) with `posix_spawn` and `waitpid`, every wait
-/// bounded. Not Foundation's `Process`: its exit notification needs a run loop that vault's
+/// Runs a helper program (a clipboard tool, the demo's `vault` steps) with `posix_spawn` and
+/// `waitpid`, every wait bounded. Not Foundation's `Process`: its exit notification needs a run loop that vault's
 /// main thread does not spin.
 enum Subprocess {
     /// What a run produced.
@@ -17,16 +17,24 @@ enum Subprocess {
         let status: Int32
         /// Standard output when captured (at most `VaultLimits.maximumSecretBytes`), in zeroising memory.
         let output: SecureBytes?
+        /// Standard error when captured (at most 1 MiB).
+        var errors: [UInt8] = []
     }
 
     /// Runs `command` (looked up on PATH) with `input` on its standard input (else /dev/null),
-    /// its standard output captured or on /dev/null, standard error on /dev/null.
-    /// After `timeout` seconds the program is killed.
-    static func run(_ command: [String], input: SecureBytes? = nil, captureOutput: Bool = false, timeout: Double) -> Result {
-        var inputPipe: [Int32] = [-1, -1], outputPipe: [Int32] = [-1, -1]
+    /// its standard output and standard error captured or on /dev/null, in `environment`
+    /// (else vault's own). After `timeout` seconds the program is killed.
+    static func run(_ command: [String], input: SecureBytes? = nil, captureOutput: Bool = false, captureErrors: Bool = false,
+                    environment: [String: String]? = nil, timeout: Double) -> Result {
+        var inputPipe: [Int32] = [-1, -1], outputPipe: [Int32] = [-1, -1], errorPipe: [Int32] = [-1, -1]
+        let closeAll = { for end in inputPipe + outputPipe + errorPipe where end >= 0 { close(end) } }
         if input != nil, !makePipe(&inputPipe) { return Result(status: 127, output: nil) }
         if captureOutput, !makePipe(&outputPipe) {
-            for end in inputPipe where end >= 0 { close(end) }
+            closeAll()
+            return Result(status: 127, output: nil)
+        }
+        if captureErrors, !makePipe(&errorPipe) {
+            closeAll()
             return Result(status: 127, output: nil)
         }
         var actions = posix_spawn_file_actions_t()
@@ -42,7 +50,11 @@ enum Subprocess {
         } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if captureErrors {
+            posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         InheritedDescriptors.closeOnExec()
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -55,13 +67,18 @@ enum Subprocess {
 
         let arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
+        let assignments: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for assignment in assignments ?? [] { free(assignment) } }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
+        let spawned = assignments.map { posix_spawnp(&pid, command[0], &actions, &attributes, arguments, $0) }
+            ?? posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
         if inputPipe[0] >= 0 { close(inputPipe[0]) }
         if outputPipe[1] >= 0 { close(outputPipe[1]) }
+        if errorPipe[1] >= 0 { close(errorPipe[1]) }
         defer {
             if inputPipe[1] >= 0 { close(inputPipe[1]) }
             if outputPipe[0] >= 0 { close(outputPipe[0]) }
+            if errorPipe[0] >= 0 { close(errorPipe[0]) }
         }
         guard spawned == 0 else { return Result(status: 127, output: nil) }
         if let input {
@@ -70,9 +87,14 @@ enum Subprocess {
             inputPipe[1] = -1
         }
         let deadline = Date().addingTimeInterval(timeout)
+        var errors: [UInt8] = []
         var output: SecureBytes?
-        if captureOutput { output = readUntilEnd(outputPipe[0], deadline: deadline) }
-        return Result(status: waitForExit(pid, deadline: deadline), output: output)
+        if captureOutput {
+            output = readUntilEnd(outputPipe[0], alongside: errorPipe[0], into: &errors, deadline: deadline)
+        } else if captureErrors {
+            _ = readUntilEnd(-1, alongside: errorPipe[0], into: &errors, deadline: deadline)
+        }
+        return Result(status: waitForExit(pid, deadline: deadline), output: output, errors: errors)
     }
 
     /// A pipe whose ends close on exec (the child gets its end through dup2, which clears the flag).
@@ -82,23 +104,39 @@ enum Subprocess {
         return true
     }
 
-    /// Reads to end of file or the deadline, into zeroising memory.
-    private static func readUntilEnd(_ descriptor: Int32, deadline: Date) -> SecureBytes {
+    /// Reads `descriptor` to end of file or the deadline, into zeroising memory, and at the
+    /// same time `errorDescriptor` (when not -1) into `errors`, so that neither pipe fills up
+    /// while the other is read.
+    private static func readUntilEnd(_ descriptor: Int32, alongside errorDescriptor: Int32, into errors: inout [UInt8],
+                                     deadline: Date) -> SecureBytes {
         let limit = VaultLimits.maximumSecretBytes
+        let errorLimit = 1 << 20
         var total = 0
-        let buffer = SecureBytes(count: limit) { raw in
-            guard let base = raw.baseAddress else { return }
-            var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            while total < limit, Date() < deadline {
-                let ready = poll(&pollDescriptor, 1, 50)
+        var collected: [UInt8] = []
+        let buffer = SecureBytes(count: descriptor >= 0 ? limit : 0) { raw in
+            var open = [descriptor, errorDescriptor]
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while open.contains(where: { $0 >= 0 }), Date() < deadline {
+                var descriptors = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                let ready = poll(&descriptors, nfds_t(descriptors.count), 50)
                 if ready < 0, errno != EINTR { return }
                 guard ready > 0 else { continue }
-                let count = read(descriptor, base + total, limit - total)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return }
-                total += count
+                for (index, entry) in descriptors.enumerated() where entry.fd >= 0 && entry.revents != 0 {
+                    let count: Int
+                    if index == 0 {
+                        guard let base = raw.baseAddress, total < limit else { open[0] = -1; continue }
+                        count = read(entry.fd, base + total, limit - total)
+                        if count > 0 { total += count }
+                    } else {
+                        count = read(entry.fd, &chunk, chunk.count)
+                        if count > 0, collected.count < errorLimit { collected += chunk[0..<count] }
+                    }
+                    if count < 0, errno == EINTR { continue }
+                    if count <= 0 { open[index] = -1 }
+                }
             }
         }
+        errors = collected
         return buffer.slice(0..<total)
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// An entry as it sits in the vault: metadata in the clear (inside the encrypted

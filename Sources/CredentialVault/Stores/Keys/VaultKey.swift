@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCrypto
 
 /// The secret that opens a vault: a passphrase, or 32 bytes of key material
@@ -32,7 +32,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     /// - Throws: `.alreadyExists` when the file exists, `.notFound` when its folder is missing
     ///   (and `createMissingFolders` is false), `.io` on failure.
     public static func generateKeyFile(path: String, createMissingFolders: Bool = false) throws {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = PathText.parent(of: path)
         // Only a missing folder is made (0700, through descriptors, ancestors checked as for
         // a vault folder); an existing one is left as it is, whatever its mode.
         if createMissingFolders, !folder.isEmpty, !SecureFileSystem.exists(folder) {

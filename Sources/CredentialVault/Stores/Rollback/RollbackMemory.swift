@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a `SecretStore` remembers, across runs, the highest generation (and the KDF
 /// parameters) it has seen of each vault: outside the vault folder, so that putting an older
@@ -19,11 +19,10 @@ public enum RollbackMemory: Sendable, Equatable {
         case let .directory(path): return path
         case .standard:
             if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-                return (state as NSString).appendingPathComponent("vault/generations")
+                return PathText.joining(state, "vault/generations")
             }
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-            guard home.hasPrefix("/") else { return nil }
-            return (home as NSString).appendingPathComponent(".local/state/vault/generations")
+            guard let home = PathText.homeDirectory(environment: environment), home.hasPrefix("/") else { return nil }
+            return PathText.joining(home, ".local/state/vault/generations")
         }
     }
 }

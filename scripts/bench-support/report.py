@@ -115,6 +115,20 @@ def crypto_best(results):
     return best
 
 
+def peak_rss_kib(results, name):
+    """The highest peak RSS over the runs of scripts/bench's peak_rss, in KiB; None when missing."""
+    path = os.path.join(results, "rss-%s.txt" % name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as file:
+        text = file.read().strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def mib(kib):
+    return "n/a" if kib is None else "%.1f MiB" % (kib / 1024)
+
+
 def machine(results):
     info = {}
     with open(os.path.join(results, "machine.txt")) as file:
@@ -182,7 +196,8 @@ def generate(results):
     fixed = [
         ("floor-get", "`floor-get`: C, read one file, AES-256-GCM-decrypt 1 KiB (libcrypto, system openssl.cnf)"),
         ("floor-get-noconfig", "`floor-get` built with `OPENSSL_INIT_NO_LOAD_CONFIG`"),
-        ("age-decrypt", "`age -d -i identity` of a 1 KiB file (stretch comparison)"),
+        ("age-decrypt", "`age -d -i identity` of a 1 KiB file"),
+        ("systemd-creds-decrypt", "`systemd-creds decrypt` of a 1 KiB credential (host key)"),
         ("vault-version", "`vault --version`, static Swift stdlib"),
         ("vault-dynamic-version", "`vault --version`, Swift runtime and Foundation as shared libraries"),
         ("vault-get-%d" % sizes[0], "`vault get`, %d entries, static Swift stdlib" % sizes[0]),
@@ -202,6 +217,35 @@ def generate(results):
             lines.append("| `vault get`, %s entries: static / shared | %s / %s | %s / %s | %s / %s |"
                          % ("{:,}".format(size), ms(static["median"]), ms(result["median"]), ms(static["cpu"]),
                             ms(result["cpu"]), ratio(static["median"], floor), ratio(result["median"], floor)))
+    lines.append("")
+
+    # The single-secret peers and the start-up targets of issue 14.
+    lines.append("### Start-up beside the single-secret peers")
+    lines.append("")
+    lines.append("`get` and `status` against `floor-get`, `age -d` and `systemd-creds decrypt` (one secret each, "
+                 "no index); `add` against `floor-add --atomic` (the same durable replace protocol as vault).")
+    lines.append("")
+    lines.append("| operation | entries | vault | floor | × floor | age -d | × age | systemd-creds | × systemd-creds |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    age = median_ms(results, "age-decrypt")
+    creds = median_ms(results, "systemd-creds-decrypt")
+    floor_get = median_ms(results, "floor-get")
+    floor_atomic = median_ms(results, "floor-add-atomic")
+    for op, floor_value in (("get", floor_get), ("status", floor_get), ("add", floor_atomic)):
+        for size in sizes:
+            vault = median_ms(results, "vault-%s-%d" % (op, size))
+            if vault is None:
+                continue
+            peers = (age, creds) if op != "add" else (None, None)
+            lines.append("| `%s` | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                op, "{:,}".format(size), ms(vault), ms(floor_value), ratio(vault, floor_value),
+                ms(peers[0]), ratio(vault, peers[0]), ms(peers[1]), ratio(vault, peers[1])))
+    lines.append("")
+    lines.append("Peak resident set (GNU time, highest of 5 runs): floor-get %s; age -d %s; `vault --version` %s; %s."
+                 % (mib(peak_rss_kib(results, "floor-get")), mib(peak_rss_kib(results, "age-decrypt")),
+                    mib(peak_rss_kib(results, "vault-version")),
+                    "; ".join("`vault get` at %s entries %s" % ("{:,}".format(size), mib(peak_rss_kib(results, "vault-get-%d" % size)))
+                              for size in sizes)))
     lines.append("")
 
     # Durability.
@@ -268,6 +312,26 @@ def generate(results):
         return None if vault is None or not floor else vault / floor
 
     small, large = sizes[0], sizes[-1]
+    for size in sizes:
+        if size > 1000:
+            continue
+        label = "{:,}".format(size)
+        r = get_ratio(size)
+        target("`get` ≤ 1.3× floor-get at %s entries" % label, ratio(r, 1) if r else "n/a", None if r is None else r <= 1.3)
+        vault = median_ms(results, "vault-get-%d" % size)
+        target("`get` ≤ `age -d` at %s entries" % label, "%s vs %s" % (ms(vault), ms(age)),
+               None if vault is None or age is None else vault <= age)
+        status = median_ms(results, "vault-status-%d" % size)
+        target("`status` ≤ 1.5× floor-get at %s entries" % label, ratio(status, floor_get),
+               None if status is None or not floor_get else status / floor_get <= 1.5)
+        add = median_ms(results, "vault-add-%d" % size)
+        target("`add` ≤ 1.5× floor-add --atomic at %s entries" % label, ratio(add, floor_atomic),
+               None if add is None or not floor_atomic else add / floor_atomic <= 1.5)
+    stripped = int(info.get("vault_stripped_bytes") or 0)
+    target("static release binary ≤ 20 MB (stripped)", "%.1f MB (%.1f MB unstripped)" % (stripped / 1e6, int(info["vault_bytes"]) / 1e6),
+           None if not stripped else stripped <= 20e6)
+    worst_rss = max([peak_rss_kib(results, "vault-get-%d" % size) or 0 for size in sizes] or [0])
+    target("peak RSS of `get` ≤ 8 MB", mib(worst_rss) if worst_rss else "n/a", None if not worst_rss else worst_rss * 1024 <= 8e6)
     r = get_ratio(small)
     target("`get` ≤ 1.5× floor at %s entries" % small, ratio(r, 1) if r else "n/a", None if r is None else r <= 1.5)
     if 10000 in sizes:

@@ -93,6 +93,11 @@ let package = Package(
             name: "VaultOAuthTestWorker",
             dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
         ),
+        // Stands for one replica of a server app in the fleet refresh test (PostgreSQL + OAuth).
+        .executableTarget(
+            name: "VaultPostgresTestWorker",
+            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
+        ),
         // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
         .executableTarget(
             name: "VaultBench",
@@ -124,11 +129,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI"]
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI",
+                           "CredentialVaultPostgres", "VaultPostgresTestWorker"]
         ),
         .testTarget(
             name: "CredentialVaultPostgresTests",
-            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "CredentialVaultOAuth"]
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]
         ),
         .testTarget(
             name: "VaultCLITests",

@@ -46,9 +46,12 @@ struct PostgresKeySlot: Equatable {
 
     /// The bytes the wrap authenticates: label, vault id, and every slot field before the nonce.
     static func aad(vaultID: [UInt8], kind: UInt8, parameters: Scrypt.Parameters, salt: [UInt8]) -> [UInt8] {
-        var writer = ByteWriter(capacity: 96)
-        writer.append(contentsOf: PostgresLayout.slotAADLabel)
-        writer.append(contentsOf: vaultID)
+        PostgresLayout.slotAADLabel + vaultID + fields(kind: kind, parameters: parameters, salt: salt)
+    }
+
+    /// Version, kind, KDF parameters and salt: the slot's first 42 bytes.
+    static func fields(kind: UInt8, parameters: Scrypt.Parameters, salt: [UInt8]) -> [UInt8] {
+        var writer = ByteWriter(capacity: 48)
         writer.append(PostgresLayout.slotVersion)
         writer.append(kind)
         writer.append(parameters.logN)
@@ -59,15 +62,7 @@ struct PostgresKeySlot: Equatable {
     }
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 128)
-        writer.append(PostgresLayout.slotVersion)
-        writer.append(kind)
-        writer.append(parameters.logN)
-        writer.append(parameters.r)
-        writer.append(parameters.p)
-        writer.append(contentsOf: salt)
-        writer.append(contentsOf: wrapped.combined)
-        return writer.bytes
+        Self.fields(kind: kind, parameters: parameters, salt: salt) + wrapped.combined
     }
 
     static func decode(_ bytes: [UInt8]) throws -> PostgresKeySlot {

@@ -98,6 +98,13 @@ let package = Package(
             name: "VaultPostgresTestWorker",
             dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
         ),
+        // The PostgreSQL store's latency and throughput next to a bare SELECT (scripts/bench-postgres).
+        .executableTarget(
+            name: "VaultPostgresBench",
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "NIOCore", package: "swift-nio")]
+        ),
         // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
         .executableTarget(
             name: "VaultBench",

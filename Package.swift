@@ -4,6 +4,7 @@ import PackageDescription
 // Dependencies point one way only:
 // VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
 // VaultCLI → CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); the core never links the network.
+// CredentialVaultPostgres → CredentialVault (+ PostgresNIO): the fleet store, a product of its own.
 let package = Package(
     name: "vault",
     platforms: [.macOS(.v15)],
@@ -13,6 +14,9 @@ let package = Package(
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
         // The OAuth 2.0 client; a product of its own so that the core links no HTTP stack.
         .library(name: "CredentialVaultOAuth", targets: ["CredentialVaultOAuth"]),
+        // The encrypted store on PostgreSQL (server fleets); its own product so that only apps
+        // that use it link a database driver.
+        .library(name: "CredentialVaultPostgres", targets: ["CredentialVaultPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -24,6 +28,7 @@ let package = Package(
         // they come with async-http-client anyway.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +65,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The PostgreSQL store: ciphertext-only rows, one transaction per write, fleet-wide
+        // single-flight refresh (docs/FORMAT.md, "PostgreSQL tables").
+        .target(
+            name: "CredentialVaultPostgres",
+            dependencies: [
+                "CredentialVault",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "VaultCLI",
             dependencies: [
@@ -76,6 +92,18 @@ let package = Package(
         .executableTarget(
             name: "VaultOAuthTestWorker",
             dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
+        ),
+        // Stands for one replica of a server app in the fleet refresh test (PostgreSQL + OAuth).
+        .executableTarget(
+            name: "VaultPostgresTestWorker",
+            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
+        ),
+        // The PostgreSQL store's latency and throughput next to a bare SELECT (scripts/bench-postgres).
+        .executableTarget(
+            name: "VaultPostgresBench",
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "NIOCore", package: "swift-nio")]
         ),
         // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
         .executableTarget(
@@ -108,7 +136,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI"]
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI",
+                           "CredentialVaultPostgres", "VaultPostgresTestWorker"]
+        ),
+        .testTarget(
+            name: "CredentialVaultPostgresTests",
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]
         ),
         .testTarget(
             name: "VaultCLITests",

@@ -19,32 +19,15 @@ struct RealServerConcurrencyTests {
         let firstRefresh = try #require(initial.refreshToken)
         try await session.signIn(user: User(id: try server.userID, onboardingComplete: true), credentials: initial.expiredLocally)
 
-        let worker = try BuiltProducts.path(of: "VaultOAuthTestWorker")
         let processes = 8, tasks = 4
         // Started a moment ahead so that every process is up before the instant comes.
         let startAt = (Date().timeIntervalSince1970 + 3) * 1000
-        var running: [(Process, Pipe)] = []
-        for _ in 0..<processes {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: worker)
-            process.arguments = ["refresh", folder.path + "/vault", folder.keyPath, try server.tokenEndpoint.absoluteString,
-                                 try server.string("confidential_client_id"), "\(tasks)", "\(Int(startAt))"]
-            // The worker authenticates as the confidential client with the secret from this file.
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            process.environment = ProcessInfo.processInfo.environment.merging(
-                ["VAULT_OAUTH_CLIENT_SECRET_FILE": try server.string("confidential_secret_file")]) { $1 }
-            try process.run()
-            running.append((process, output))
-        }
-        var lines: [String] = []
-        for (process, output) in running {
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(String(decoding: data.suffix(2000), as: UTF8.self))")
-            lines.append(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        }
+        // The worker authenticates as the confidential client with the secret from its file.
+        let results = try ConcurrentWorkers.run("VaultOAuthTestWorker", processes: processes, arguments: [
+            "refresh", folder.path + "/vault", folder.keyPath, try server.tokenEndpoint.absoluteString,
+            try server.string("confidential_client_id"), "\(tasks)", "\(Int(startAt))"], server: server)
+        for result in results { #expect(result.status == 0, "\(result.output.suffix(2000))") }
+        let lines = results.map(\.output)
         // Every task of every process got the same one fresh access token.
         #expect(lines.allSatisfy { $0 == "ok \(tasks) 1" }, "\(lines)")
         let record = try server.records(of: firstRefresh)

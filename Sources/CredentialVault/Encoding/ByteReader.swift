@@ -1,25 +1,25 @@
 /// Reads big-endian integers and fixed-length fields, throwing `VaultError.corrupt`
 /// (naming the region) instead of reading past the end.
-struct ByteReader {
-    let bytes: [UInt8]
-    let region: String
-    private(set) var offset: Int
+package struct ByteReader {
+    package let bytes: [UInt8]
+    package let region: String
+    package private(set) var offset: Int
 
-    init(_ bytes: [UInt8], region: String, offset: Int = 0) {
+    package init(_ bytes: [UInt8], region: String, offset: Int = 0) {
         self.bytes = bytes
         self.region = region
         self.offset = offset
     }
 
-    var remaining: Int { bytes.count - offset }
+    package var remaining: Int { bytes.count - offset }
 
-    mutating func readUInt8() throws -> UInt8 { try readInteger() }
-    mutating func readUInt16() throws -> UInt16 { try readInteger() }
-    mutating func readUInt32() throws -> UInt32 { try readInteger() }
-    mutating func readUInt64() throws -> UInt64 { try readInteger() }
-    mutating func readInt64() throws -> Int64 { Int64(bitPattern: try readInteger()) }
+    package mutating func readUInt8() throws -> UInt8 { try readInteger() }
+    package mutating func readUInt16() throws -> UInt16 { try readInteger() }
+    package mutating func readUInt32() throws -> UInt32 { try readInteger() }
+    package mutating func readUInt64() throws -> UInt64 { try readInteger() }
+    package mutating func readInt64() throws -> Int64 { Int64(bitPattern: try readInteger()) }
 
-    mutating func readBytes(_ count: Int) throws -> ArraySlice<UInt8> {
+    package mutating func readBytes(_ count: Int) throws -> ArraySlice<UInt8> {
         guard count >= 0, count <= remaining else {
             throw VaultError.corrupt("\(region) ends early (needed \(count) bytes at offset \(offset), \(remaining) left)")
         }

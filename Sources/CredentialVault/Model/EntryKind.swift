@@ -12,7 +12,7 @@ public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
     case generic
 
     /// The byte written to the file (format v1).
-    var code: UInt8 {
+    package var code: UInt8 {
         switch self {
         case .accessToken: 1
         case .refreshToken: 2
@@ -23,7 +23,7 @@ public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
     }
 
     /// The kind for a byte from the file, or nil for an unknown byte.
-    init?(code: UInt8) {
+    package init?(code: UInt8) {
         guard let kind = EntryKind.allCases.first(where: { $0.code == code }) else { return nil }
         self = kind
     }

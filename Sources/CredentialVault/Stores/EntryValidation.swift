@@ -1,26 +1,26 @@
 import FoundationEssentials
 
 /// Checks names, labels and secrets against `VaultLimits` before anything is written.
-enum EntryValidation {
+package enum EntryValidation {
     /// A name must also be in Unicode NFC, so two names that look the same (a precomposed
     /// "é" and "e" + combining accent) cannot both exist: the non-NFC one is refused with a fix.
     /// Names stay bytes in the format, so vaults written before this rule still open.
-    static func checkName(_ name: String) throws {
+    package static func checkName(_ name: String) throws {
         try checkText(name, what: "entry name", cap: VaultLimits.maximumNameBytes, allowEmpty: false)
         try checkNormalized(name, what: "entry name")
     }
 
-    static func checkOwner(_ owner: String) throws {
+    package static func checkOwner(_ owner: String) throws {
         try checkText(owner, what: "owner", cap: VaultLimits.maximumNameBytes, allowEmpty: true)
         try checkNormalized(owner, what: "owner")
     }
 
-    static func checkLabel(_ label: String?) throws {
+    package static func checkLabel(_ label: String?) throws {
         guard let label else { return }
         try checkText(label, what: "label", cap: VaultLimits.maximumLabelBytes, allowEmpty: true)
     }
 
-    static func checkSecret(byteCount: Int) throws {
+    package static func checkSecret(byteCount: Int) throws {
         guard byteCount <= VaultLimits.maximumSecretBytes else {
             throw VaultError(.invalidInput,
                              "the secret is \(byteCount) bytes; the limit is \(VaultLimits.maximumSecretBytes) bytes (1 MiB)",

@@ -188,3 +188,30 @@ enum BuiltProducts {
         throw ServerFailure("cannot find the built product \(name) near \(candidates.map(\.path))")
     }
 }
+
+/// Runs one built worker as `processes` processes at once (each with `arguments`, the
+/// confidential client's secret file in its environment) and returns each one's exit status
+/// and trimmed output, in start order.
+enum ConcurrentWorkers {
+    static func run(_ name: String, processes: Int, arguments: [String], server: OAuthServer) throws -> [(status: Int32, output: String)] {
+        let worker = try BuiltProducts.path(of: name)
+        var running: [(Process, Pipe)] = []
+        for _ in 0..<processes {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: worker)
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            process.environment = ProcessInfo.processInfo.environment.merging(
+                ["VAULT_OAUTH_CLIENT_SECRET_FILE": try server.string("confidential_secret_file")]) { $1 }
+            try process.run()
+            running.append((process, output))
+        }
+        return running.map { process, output in
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+}

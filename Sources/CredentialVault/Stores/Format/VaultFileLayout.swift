@@ -93,7 +93,7 @@ struct HeaderLayout: Sendable, Equatable {
 }
 
 /// How the key-encryption key is made from the user's key.
-enum KeySlotKind: UInt8, Sendable {
+package enum KeySlotKind: UInt8, Sendable {
     /// scrypt over a passphrase.
     case scrypt = 1
     /// HKDF-SHA256 over 32 bytes of key material (a key file).

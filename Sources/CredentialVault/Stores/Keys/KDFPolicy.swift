@@ -37,7 +37,7 @@ public struct KDFPolicy: Sendable, Hashable {
     var defaultParameters: Scrypt.Parameters { .init(logN: defaultLogN, r: r, p: p) }
 
     /// Throws `kdfOutsidePolicy` unless `parameters` are allowed. Runs before any KDF work.
-    func check(_ parameters: Scrypt.Parameters, path: String?) throws {
+    package func check(_ parameters: Scrypt.Parameters, path: String?) throws {
         guard parameters.r == r, parameters.p == p,
               (minimumLogN...maximumLogN).contains(parameters.logN) else {
             throw VaultError(.kdfOutsidePolicy,

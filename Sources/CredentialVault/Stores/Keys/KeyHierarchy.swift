@@ -32,12 +32,13 @@ struct DataKeys: Sendable {
 }
 
 /// Turns user keys into key-encryption keys, and wraps / unwraps data keys.
-enum KeyHierarchy {
+package enum KeyHierarchy {
     /// Derives the KEK for `slot` from `key`. For passphrase slots the policy is
     /// checked first, so no scrypt work happens for a file outside it.
     /// - Throws: `.wrongKey` when the key kind does not match the slot, `.kdfOutsidePolicy`.
-    static func deriveKEK(key: VaultKey, kind: KeySlotKind, parameters: Scrypt.Parameters, salt: [UInt8],
-                          policy: KDFPolicy, path: String?) throws -> SymmetricKey {
+    package static func deriveKEK(key: VaultKey, kind: KeySlotKind, parameters: Scrypt.Parameters, salt: [UInt8],
+                          policy: KDFPolicy, path: String?,
+                          keyMaterialInfo: [UInt8] = VaultFileLayout.kekInfo) throws -> SymmetricKey {
         guard key.slotKind == kind else {
             throw VaultError(.wrongKey, "this vault is opened with \(kind.userFacingName), not \(key.slotKind.userFacingName)",
                              path: path,
@@ -54,14 +55,14 @@ enum KeyHierarchy {
             return SymmetricKey(bytes: derived)
         case let .keyMaterial(material):
             let derived = try HKDFSHA256.deriveKey(inputKeyMaterial: material, salt: salt,
-                                                   info: VaultFileLayout.kekInfo, outputByteCount: 32)
+                                                   info: keyMaterialInfo, outputByteCount: 32)
             return SymmetricKey(bytes: derived)
         }
     }
 
     /// Makes a fresh slot for `key`: new salt, the policy's default parameters, the DEK wrapped under the new KEK.
     /// The wrap needs the header's AAD, so this returns the KEK and the caller seals with `wrap`.
-    static func newSlotParameters(for key: VaultKey, policy: KDFPolicy) throws -> (kind: KeySlotKind, parameters: Scrypt.Parameters, salt: [UInt8]) {
+    package static func newSlotParameters(for key: VaultKey, policy: KDFPolicy) throws -> (kind: KeySlotKind, parameters: Scrypt.Parameters, salt: [UInt8]) {
         try key.validate()
         let salt = try SecureRandom.bytes(count: VaultFileLayout.saltByteCount)
         switch key.slotKind {

@@ -46,7 +46,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     }
 
     /// The key slot kind this key fits.
-    var slotKind: KeySlotKind {
+    package var slotKind: KeySlotKind {
         switch self {
         case .passphrase: .scrypt
         case .keyMaterial: .keyMaterial
@@ -54,7 +54,7 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     }
 
     /// Checks the key's shape before any file is touched.
-    func validate() throws {
+    package func validate() throws {
         switch self {
         case let .passphrase(bytes):
             guard !bytes.isEmpty else {

@@ -1,0 +1,231 @@
+import CredentialVault
+import FoundationEssentials
+import VaultCrypto
+
+/// The keys of one PostgreSQL vault, derived from its data key (DEK) by HKDF-SHA256 with the
+/// vault id as salt and one label per purpose (docs/FORMAT.md, "PostgreSQL tables").
+struct PostgresDataKeys: Sendable {
+    /// Keyed hash of (owner, name): the row's lookup column, so the database learns no names.
+    let lookup: SymmetricKey
+    /// Seals each entry row (metadata and value together).
+    let entry: SymmetricKey
+    /// Seals the vault's state row (generation, entry count, digest of the row set).
+    let state: SymmetricKey
+
+    init(dek: SymmetricKey, vaultID: [UInt8]) throws {
+        func derive(_ label: String) throws -> SymmetricKey {
+            SymmetricKey(bytes: try HKDFSHA256.deriveKey(inputKeyMaterial: dek.bytes, salt: vaultID,
+                                                          info: Array(label.utf8), outputByteCount: 32))
+        }
+        lookup = try derive(PostgresLayout.lookupKeyInfo)
+        entry = try derive(PostgresLayout.entryKeyInfo)
+        state = try derive(PostgresLayout.stateKeyInfo)
+    }
+}
+
+/// Constants of the PostgreSQL layout. Changing any of them makes existing databases unreadable.
+enum PostgresLayout {
+    static let slotVersion: UInt8 = 1
+    static let vaultIDByteCount = 16
+    static let saltByteCount = 32
+    static let kekInfo = Array("vault-pg kek v1".utf8)
+    static let slotAADLabel = Array("vault-pg slot v1".utf8)
+    static let entryAADLabel = Array("vault-pg entry v1".utf8)
+    static let stateAADLabel = Array("vault-pg state v1".utf8)
+    static let lookupKeyInfo = "vault-pg lookup v1"
+    static let entryKeyInfo = "vault-pg entry v1"
+    static let stateKeyInfo = "vault-pg state v1"
+}
+
+/// The key slot row: how the store key becomes the KEK that unwraps the DEK.
+struct PostgresKeySlot: Equatable {
+    var kind: UInt8
+    var parameters: Scrypt.Parameters
+    var salt: [UInt8]
+    var wrapped: AES256GCM.SealedBox
+
+    /// The bytes the wrap authenticates: label, vault id, and every slot field before the nonce.
+    static func aad(vaultID: [UInt8], kind: UInt8, parameters: Scrypt.Parameters, salt: [UInt8]) -> [UInt8] {
+        PostgresLayout.slotAADLabel + vaultID + fields(kind: kind, parameters: parameters, salt: salt)
+    }
+
+    /// Version, kind, KDF parameters and salt: the slot's first 42 bytes.
+    static func fields(kind: UInt8, parameters: Scrypt.Parameters, salt: [UInt8]) -> [UInt8] {
+        var writer = ByteWriter(capacity: 48)
+        writer.append(PostgresLayout.slotVersion)
+        writer.append(kind)
+        writer.append(parameters.logN)
+        writer.append(parameters.r)
+        writer.append(parameters.p)
+        writer.append(contentsOf: salt)
+        return writer.bytes
+    }
+
+    func encoded() -> [UInt8] {
+        Self.fields(kind: kind, parameters: parameters, salt: salt) + wrapped.combined
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> PostgresKeySlot {
+        var reader = ByteReader(bytes, region: "key slot")
+        let version = try reader.readUInt8()
+        guard version == PostgresLayout.slotVersion else {
+            throw VaultError(.unsupportedVersion, "the key slot has version \(version); this build reads version \(PostgresLayout.slotVersion)")
+        }
+        let kind = try reader.readUInt8()
+        let parameters = Scrypt.Parameters(logN: try reader.readUInt8(), r: try reader.readUInt32(), p: try reader.readUInt32())
+        let salt = Array(try reader.readBytes(PostgresLayout.saltByteCount))
+        let combined = try reader.readBytes(AES256GCM.nonceByteCount + 32 + AES256GCM.tagByteCount)
+        guard reader.remaining == 0 else { throw VaultError.corrupt("the key slot has \(reader.remaining) trailing bytes") }
+        return PostgresKeySlot(kind: kind, parameters: parameters, salt: salt, wrapped: try AES256GCM.SealedBox(combined: combined))
+    }
+}
+
+/// The vault's state row, sealed: the generation, how many entries there are, and a digest of
+/// every (lookup, row generation) pair, so that a deleted, added or rolled-back row is seen.
+struct PostgresVaultState: Equatable {
+    var generation: UInt64
+    var entryCount: UInt32
+    var rowSetDigest: [UInt8]
+
+    static func digest(of rows: [(lookup: [UInt8], rowGeneration: UInt64)]) throws -> [UInt8] {
+        var writer = ByteWriter(capacity: 16 + rows.count * 40)
+        for row in rows.sorted(by: { $0.lookup.lexicographicallyPrecedes($1.lookup) }) {
+            writer.append(contentsOf: row.lookup)
+            writer.append(row.rowGeneration)
+        }
+        return try SHA256.hash(writer.bytes)
+    }
+
+    func sealed(vaultID: [UInt8], keys: PostgresDataKeys) throws -> [UInt8] {
+        var writer = ByteWriter(capacity: 48)
+        writer.append(generation)
+        writer.append(entryCount)
+        writer.append(contentsOf: rowSetDigest)
+        return try AES256GCM.seal(writer.bytes, using: keys.state,
+                                  authenticating: PostgresLayout.stateAADLabel + vaultID).combined
+    }
+
+    static func open(_ sealed: [UInt8], vaultID: [UInt8], keys: PostgresDataKeys) throws -> PostgresVaultState {
+        let plain: SecureBytes
+        do {
+            plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: sealed), using: keys.state,
+                                       authenticating: PostgresLayout.stateAADLabel + vaultID)
+        } catch {
+            throw VaultError.tampered(region: "state row")
+        }
+        var reader = ByteReader(plain.withUnsafeBytes { Array($0) }, region: "state row")
+        let state = PostgresVaultState(generation: try reader.readUInt64(), entryCount: try reader.readUInt32(),
+                                       rowSetDigest: Array(try reader.readBytes(32)))
+        guard reader.remaining == 0 else { throw VaultError.tampered(region: "state row (trailing bytes)") }
+        return state
+    }
+}
+
+/// Seals and opens entry rows. A row's AAD binds the vault id, its lookup and the generation
+/// it was written at, and its plaintext repeats owner and name, which are checked against the
+/// lookup after opening: a flipped byte, a row moved to another lookup, a row from another
+/// vault or an older copy of the row under a newer generation column are all refused.
+enum PostgresRowCodec {
+    static func lookup(owner: String, name: String, keys: PostgresDataKeys) throws -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.append(UInt32(owner.utf8.count))
+        writer.append(contentsOf: owner.utf8)
+        writer.append(UInt32(name.utf8.count))
+        writer.append(contentsOf: name.utf8)
+        return try HMACSHA256.authenticationCode(for: writer.bytes, using: keys.lookup)
+    }
+
+    static func aad(vaultID: [UInt8], lookup: [UInt8], rowGeneration: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: 80)
+        writer.append(contentsOf: PostgresLayout.entryAADLabel)
+        writer.append(contentsOf: vaultID)
+        writer.append(contentsOf: lookup)
+        writer.append(rowGeneration)
+        return writer.bytes
+    }
+
+    static func seal(_ entry: VaultEntry, vaultID: [UInt8], lookup: [UInt8], rowGeneration: UInt64,
+                     keys: PostgresDataKeys) throws -> [UInt8] {
+        let metadata = entry.metadata
+        var writer = ByteWriter(capacity: 128)
+        appendString(metadata.owner, to: &writer)
+        appendString(metadata.name, to: &writer)
+        writer.append(metadata.kind.code)
+        writer.append(UInt8(metadata.transferable ? 1 : 0))
+        if let label = metadata.label { writer.append(UInt8(1)); appendString(label, to: &writer) } else { writer.append(UInt8(0)) }
+        writer.append(milliseconds(metadata.createdAt))
+        writer.append(milliseconds(metadata.updatedAt))
+        if let expiresAt = metadata.expiresAt { writer.append(UInt8(1)); writer.append(milliseconds(expiresAt)) } else { writer.append(UInt8(0)) }
+        writer.append(UInt32(entry.secret.count))
+        // The metadata prefix and the secret are sealed as one message; the secret is copied
+        // into a SecureBytes-backed buffer so no plaintext copy outlives this call.
+        let header = writer.bytes
+        let plain = SecureBytes(count: header.count + entry.secret.count) { buffer in
+            header.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            entry.secret.withUnsafeBytes { secret in
+                if let base = secret.baseAddress, secret.count > 0 {
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[header.count...]).copyMemory(from: UnsafeRawBufferPointer(start: base, count: secret.count))
+                }
+            }
+        }
+        return try AES256GCM.seal(plain, using: keys.entry,
+                                  authenticating: aad(vaultID: vaultID, lookup: lookup, rowGeneration: rowGeneration)).combined
+    }
+
+    static func open(_ sealed: [UInt8], vaultID: [UInt8], lookup: [UInt8], rowGeneration: UInt64,
+                     keys: PostgresDataKeys) throws -> VaultEntry {
+        let plain: SecureBytes
+        do {
+            plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: sealed), using: keys.entry,
+                                       authenticating: aad(vaultID: vaultID, lookup: lookup, rowGeneration: rowGeneration))
+        } catch {
+            throw VaultError.tampered(region: "entry row")
+        }
+        // The metadata is parsed from a transient array; the secret is sliced out of `plain`.
+        let bytes = plain.withUnsafeBytes { Array($0) }
+        defer { _ = bytes }
+        var reader = ByteReader(bytes, region: "entry row")
+        func tampered(_ why: String) -> VaultError { VaultError.tampered(region: "entry row (\(why))") }
+        let owner = try readString(&reader)
+        let name = try readString(&reader)
+        guard let kind = EntryKind(code: try reader.readUInt8()) else { throw tampered("unknown kind") }
+        let transferable = try reader.readUInt8() == 1
+        let label: String? = try reader.readUInt8() == 1 ? try readString(&reader) : nil
+        let createdAt = date(try reader.readInt64())
+        let updatedAt = date(try reader.readInt64())
+        let expiresAt: Date? = try reader.readUInt8() == 1 ? date(try reader.readInt64()) : nil
+        let secretCount = Int(try reader.readUInt32())
+        guard secretCount == reader.remaining else { throw tampered("secret length") }
+        // The lookup must be the keyed hash of what the row says it is: a row moved under
+        // another lookup, even of this vault, is refused.
+        guard try Self.lookup(owner: owner, name: name, keys: keys) == lookup else { throw tampered("moved row") }
+        let secret = plain.slice(reader.offset..<plain.count)
+        let metadata = EntryMetadata(name: name, owner: owner, kind: kind, label: label, createdAt: createdAt,
+                                     updatedAt: updatedAt, expiresAt: expiresAt, transferable: transferable,
+                                     secretByteCount: secret.count)
+        return VaultEntry(metadata: metadata, secret: secret)
+    }
+
+    private static func appendString(_ text: String, to writer: inout ByteWriter) {
+        writer.append(UInt32(text.utf8.count))
+        writer.append(contentsOf: text.utf8)
+    }
+
+    private static func readString(_ reader: inout ByteReader) throws -> String {
+        let count = Int(try reader.readUInt32())
+        guard count <= VaultLimits.maximumLabelBytes else { throw VaultError.tampered(region: "entry row (string length)") }
+        guard let text = String(validating: try reader.readBytes(count), as: UTF8.self) else {
+            throw VaultError.tampered(region: "entry row (not UTF-8)")
+        }
+        return text
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded()
+        return Int64(exactly: value) ?? (value > 0 ? .max : .min)
+    }
+
+    static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}

@@ -1,0 +1,27 @@
+import PostgresNIO
+
+/// The two tables of a PostgreSQL vault (docs/FORMAT.md, "PostgreSQL tables"). Everything
+/// but `store_name`, the vault id, the lookup hashes and the row generations is ciphertext.
+enum PostgresSchema {
+    /// An arbitrary, fixed advisory-lock key that serialises schema creation across clients.
+    static let schemaLockKey: Int64 = 0x7661_756C_7400_0001
+
+    static let createStores: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS vault_stores (
+            store_name text PRIMARY KEY,
+            vault_id   bytea NOT NULL UNIQUE,
+            key_slot   bytea NOT NULL,
+            state      bytea NOT NULL
+        )
+        """
+
+    static let createEntries: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS vault_entries (
+            vault_id       bytea  NOT NULL REFERENCES vault_stores (vault_id) ON DELETE CASCADE,
+            lookup         bytea  NOT NULL,
+            row_generation bigint NOT NULL,
+            sealed         bytea  NOT NULL,
+            PRIMARY KEY (vault_id, lookup)
+        )
+        """
+}

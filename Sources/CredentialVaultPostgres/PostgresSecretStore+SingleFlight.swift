@@ -1,0 +1,101 @@
+import CredentialVault
+import FoundationEssentials
+import NIOCore
+import PostgresNIO
+import VaultCrypto
+
+extension PostgresSecretStore {
+    /// Entry names of a session's tokens; the session id is the entries' owner.
+    public enum SessionEntryNames {
+        /// The access token (kind `.accessToken`, with its expiry; its label is the token type).
+        public static let accessToken = "oauth/access_token"
+        /// The refresh token (kind `.refreshToken`).
+        public static let refreshToken = "oauth/refresh_token"
+    }
+
+    /// Saves a session's tokens in one transaction (a response without a refresh token keeps the old one).
+    public func saveCredentials(_ credentials: Credentials, session: String) async throws {
+        try await write(Self.changes(saving: credentials, session: session))
+    }
+
+    /// Credentials of `session` whose access token is valid for at least `minTTL`, refreshed
+    /// through `refresher` when it is not, with **one refresh across every replica**: the check,
+    /// the refresh and the save run inside one transaction holding a transaction-scoped advisory
+    /// lock (`pg_advisory_xact_lock`) keyed by the session's lookup hash. Replicas that arrive
+    /// meanwhile wait on the lock and then find the saved, fresh pair.
+    ///
+    /// The refresh happens while the lock is held, so a rotating server never sees the same refresh
+    /// token twice from this fleet. If the refresher throws, nothing is written and the error is
+    /// rethrown (an `invalid_grant` is the caller's to handle, as with the file vault).
+    /// - Throws: `.notSignedIn` when the session has no tokens; `.sessionExpired` when the access
+    ///   token needs a refresh and there is no refresh token; the refresher's error; `.serverUnavailable`.
+    public func validCredentials(session: String, minTTL: Duration = .zero,
+                                 refresher: @escaping @Sendable (SecureBytes) async throws -> Credentials) async throws -> Credentials {
+        let client = self.client
+        let logger = options.logger
+        let lockKey = try Self.advisoryLockKey(try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys))
+        let minimumSeconds = Double(minTTL.components.seconds) + Double(minTTL.components.attoseconds) / 1e18
+        let clock = options.clock
+        // The refresh itself may take as long as the refresher's own retries: the whole
+        // transaction gets the operation timeout plus a generous allowance for it.
+        let (credentials, newState) = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout * 7) {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                let current = try await self.readCredentials(session: session, on: connection)
+                if let expiresAt = current.expiresAt, expiresAt.timeIntervalSince(clock()) < minimumSeconds {
+                    guard let refreshToken = current.refreshToken else {
+                        throw VaultError(.sessionExpired, "the access token has expired and there is no refresh token")
+                    }
+                    var fresh = try await refresher(refreshToken)
+                    if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
+                    let state = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
+                    return (fresh, Optional(state))
+                }
+                return (current, PostgresVaultState?.none)
+            }
+        }
+        if let newState { _ = try observe(newState) }
+        return credentials
+    }
+
+    static func changes(saving credentials: Credentials, session: String) -> [Change] {
+        var changes: [Change] = [.put(NewEntry(name: SessionEntryNames.accessToken, owner: session, secret: credentials.accessToken,
+                                               kind: .accessToken, label: credentials.tokenType, expiresAt: credentials.expiresAt,
+                                               transferable: false), replacing: true)]
+        if let refreshToken = credentials.refreshToken {
+            changes.append(.put(NewEntry(name: SessionEntryNames.refreshToken, owner: session, secret: refreshToken,
+                                         kind: .refreshToken, transferable: false), replacing: true))
+        }
+        return changes
+    }
+
+    /// Reads a session's pair inside a transaction, checked like every other read.
+    func readCredentials(session: String, on connection: PostgresConnection) async throws -> Credentials {
+        var found: [String: VaultEntry] = [:]
+        for name in [SessionEntryNames.accessToken, SessionEntryNames.refreshToken] {
+            let lookup = try PostgresRowCodec.lookup(owner: session, name: name, keys: keys)
+            for try await (rowGeneration, sealed) in try await connection.query("""
+                SELECT row_generation, sealed FROM vault_entries
+                WHERE vault_id = \(ByteBuffer(bytes: vaultID)) AND lookup = \(ByteBuffer(bytes: lookup))
+                """, logger: options.logger).decode((Int64, ByteBuffer).self) {
+                guard rowGeneration >= 1 else { throw VaultError.tampered(region: "entry row (generation)") }
+                found[name] = try PostgresRowCodec.open(Array(buffer: sealed), vaultID: vaultID, lookup: lookup,
+                                                        rowGeneration: UInt64(rowGeneration), keys: keys)
+            }
+        }
+        guard let access = found[SessionEntryNames.accessToken] else {
+            throw VaultError(.notSignedIn, "no tokens are stored for this session")
+        }
+        return Credentials(accessToken: access.secret, refreshToken: found[SessionEntryNames.refreshToken]?.secret,
+                           tokenType: access.metadata.label ?? "Bearer", expiresAt: access.metadata.expiresAt,
+                           issuedAt: access.metadata.updatedAt)
+    }
+
+    /// A 64-bit advisory-lock key from a lookup hash (its first 8 bytes): the database sees a
+    /// number that reveals neither the session nor the name.
+    static func advisoryLockKey(_ lookup: [UInt8]) throws -> Int64 {
+        var value: UInt64 = 0
+        for byte in lookup.prefix(8) { value = (value << 8) | UInt64(byte) }
+        return Int64(bitPattern: value)
+    }
+}

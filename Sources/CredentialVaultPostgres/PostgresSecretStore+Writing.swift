@@ -1,0 +1,137 @@
+import CredentialVault
+import FoundationEssentials
+import Logging
+import NIOCore
+import PostgresNIO
+import VaultCrypto
+
+extension PostgresSecretStore {
+    /// One change of a write transaction.
+    enum Change {
+        /// Add an entry; fails with `.alreadyExists` when the name is taken (unless `replacing`).
+        case put(NewEntry, replacing: Bool)
+        /// Remove an entry; fails with `.notFound` when it is not there.
+        case remove(name: String, owner: String)
+    }
+
+    /// Adds a new entry.
+    /// - Throws: `.alreadyExists`, `.invalidInput`, `.tampered`, `.rollbackDetected`, `.serverUnavailable`.
+    public func add(_ entry: NewEntry) async throws {
+        try await write([.put(entry, replacing: false)])
+    }
+
+    /// Adds an entry or replaces the one of the same owner and name (keeping its creation time).
+    public func put(_ entry: NewEntry) async throws {
+        try await write([.put(entry, replacing: true)])
+    }
+
+    /// Removes the entry named `name` of `owner`.
+    /// - Throws: `.notFound` when there is none.
+    public func remove(named name: String, owner: String = "") async throws {
+        try await write([.remove(name: name, owner: owner)])
+    }
+
+    /// Applies `changes` in one transaction: the state row is locked (`SELECT … FOR UPDATE`), the
+    /// row set is checked against it, every change is applied at generation + 1 and the new state
+    /// is sealed and saved. Either all changes are committed or none.
+    func write(_ changes: [Change]) async throws {
+        for change in changes {
+            if case let .put(entry, _) = change {
+                try EntryValidation.checkName(entry.name)
+                try EntryValidation.checkOwner(entry.owner)
+                try EntryValidation.checkLabel(entry.label)
+                try EntryValidation.checkSecret(byteCount: entry.secret.count)
+            }
+        }
+        let client = self.client
+        let logger = options.logger
+        let newState = try await guarding {
+            try await client.withTransaction(logger: logger) { connection in
+                try await self.apply(changes, on: connection)
+            }
+        }
+        _ = try observe(newState)
+    }
+
+    /// The body of a write transaction, on a connection inside `BEGIN`.
+    func apply(_ changes: [Change], on connection: PostgresConnection) async throws -> PostgresVaultState {
+        let logger = options.logger
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        var sealedState: [UInt8]?
+        for try await buffer in try await connection.query(
+            "SELECT state FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
+            sealedState = Array(buffer: buffer)
+        }
+        guard let sealedState else {
+            throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+        }
+        let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, keys: keys)
+        try Self.checkRollback(state.generation, remembered: generation)
+        var rows: [[UInt8]: Int64] = [:]
+        for try await (lookup, rowGeneration) in try await connection.query(
+            "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger)
+            .decode((ByteBuffer, Int64).self) {
+            rows[Array(buffer: lookup)] = rowGeneration
+        }
+        try Self.checkRowSet(rows.map { ($0.key, $0.value) }, against: state)
+
+        let newGeneration = state.generation + 1
+        let now = options.clock()
+        for change in changes {
+            switch change {
+            case let .put(entry, replacing):
+                let lookup = try PostgresRowCodec.lookup(owner: entry.owner, name: entry.name, keys: keys)
+                var createdAt = now
+                if let existing = rows[lookup] {
+                    guard replacing else { throw VaultError.entryExists(Self.displayName(entry.name, owner: entry.owner)) }
+                    createdAt = try await readRow(lookup: lookup, rowGeneration: existing, on: connection).metadata.createdAt
+                }
+                let metadata = EntryMetadata(name: entry.name, owner: entry.owner, kind: entry.kind, label: entry.label,
+                                             createdAt: createdAt, updatedAt: now, expiresAt: entry.expiresAt,
+                                             transferable: entry.transferable, secretByteCount: entry.secret.count)
+                let sealed = try PostgresRowCodec.seal(VaultEntry(metadata: metadata, secret: entry.secret), vaultID: self.vaultID,
+                                                       lookup: lookup, rowGeneration: newGeneration, keys: keys)
+                let generationColumn = Int64(newGeneration)
+                try await connection.query("""
+                    INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+                    VALUES (\(vaultID), \(ByteBuffer(bytes: lookup)), \(generationColumn), \(ByteBuffer(bytes: sealed)))
+                    ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+                    """, logger: logger)
+                rows[lookup] = generationColumn
+            case let .remove(name, owner):
+                let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
+                guard rows[lookup] != nil else { throw VaultError.entryNotFound(Self.displayName(name, owner: owner)) }
+                try await connection.query(
+                    "DELETE FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = \(ByteBuffer(bytes: lookup))", logger: logger)
+                rows[lookup] = nil
+            }
+        }
+        guard rows.count <= VaultLimits.maximumEntries else {
+            throw VaultError(.invalidInput, "a vault holds at most \(VaultLimits.maximumEntries) entries",
+                             fix: "remove entries you no longer need")
+        }
+        let newState = PostgresVaultState(generation: newGeneration, entryCount: UInt32(rows.count),
+                                          rowSetDigest: try PostgresVaultState.digest(of: rows.map { ($0.key, UInt64($0.value)) }))
+        try await connection.query("""
+            UPDATE vault_stores SET state = \(ByteBuffer(bytes: try newState.sealed(vaultID: self.vaultID, keys: keys)))
+            WHERE vault_id = \(vaultID)
+            """, logger: logger)
+        return newState
+    }
+
+    /// Reads and opens one row inside a transaction.
+    func readRow(lookup: [UInt8], rowGeneration: Int64, on connection: PostgresConnection) async throws -> VaultEntry {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        for try await buffer in try await connection.query(
+            "SELECT sealed FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = \(ByteBuffer(bytes: lookup))",
+            logger: options.logger).decode(ByteBuffer.self) {
+            return try PostgresRowCodec.open(Array(buffer: buffer), vaultID: self.vaultID, lookup: lookup,
+                                             rowGeneration: UInt64(rowGeneration), keys: keys)
+        }
+        throw VaultError.tampered(region: "entry rows (a row vanished inside a transaction)")
+    }
+
+    static func displayName(_ name: String, owner: String) -> String {
+        owner.isEmpty ? name : owner + "/" + name
+    }
+}

@@ -1,0 +1,304 @@
+import CredentialVault
+import FoundationEssentials
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+import VaultCrypto
+
+/// The encrypted token store on PostgreSQL, for apps that run on several machines.
+///
+/// The database holds ciphertext only: names, owners, labels, timestamps, expiry and values are
+/// sealed on the client with the same key hierarchy as the file vault (a KEK from the key file
+/// or passphrase wraps a random data key; HKDF subkeys per purpose), and rows are found by a
+/// keyed hash of (owner, name). Every write is one transaction that checks and advances a
+/// vault-wide generation sealed in the state row, so concurrent writers on many machines lose
+/// no update, and a client refuses a database state older than one it has seen (rollback).
+public final class PostgresSecretStore: Sendable {
+    /// Options for opening or creating a store.
+    public struct Options: Sendable {
+        /// A generation this caller has already seen; an older database state is refused as a rollback.
+        public var minimumGeneration: UInt64
+        /// The longest any one operation (including waiting for a connection) may take before the
+        /// store reports the server unavailable.
+        public var operationTimeout: Duration
+        /// The clock for timestamps.
+        public var clock: @Sendable () -> Date
+        /// Where diagnostics go. Never receives secrets.
+        public var logger: Logger
+        /// The KDF policy for passphrase keys. `package` so that only this package's tests can change it.
+        package var kdfPolicy: KDFPolicy = .standard
+
+        /// Default options: no remembered generation, 10 s per operation, the system clock, no logging.
+        public init(minimumGeneration: UInt64 = 0, operationTimeout: Duration = .seconds(10),
+                    clock: @escaping @Sendable () -> Date = { Date() },
+                    logger: Logger = Logger(label: "vault.postgres", factory: { _ in SwiftLogNoOpLogHandler() })) {
+            self.minimumGeneration = minimumGeneration
+            self.operationTimeout = operationTimeout
+            self.clock = clock
+            self.logger = logger
+        }
+    }
+
+    /// The store name inside the database.
+    public let storeName: String
+    let configuration: PostgresStoreConfiguration
+    let options: Options
+    let client: PostgresClient
+    let vaultID: [UInt8]
+    let keys: PostgresDataKeys
+    private let runner: Task<Void, Never>
+    private let highestGeneration: Mutex<UInt64>
+
+    private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresClient,
+                 runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64) {
+        self.storeName = configuration.storeName
+        self.configuration = configuration
+        self.options = options
+        self.client = client
+        self.runner = runner
+        self.vaultID = vaultID
+        self.keys = keys
+        self.highestGeneration = Mutex(generation)
+    }
+
+    /// The highest generation this store has seen (the database's, after the last operation).
+    public var generation: UInt64 { highestGeneration.withLock { $0 } }
+
+    /// Closes the connection pool. The store cannot be used afterwards.
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    // MARK: - Opening
+
+    /// Creates the tables if needed and a new, empty vault named `configuration.storeName`.
+    /// - Throws: `.alreadyExists` when the store name is taken; `.invalidKey`; `.invalidInput` for a weak
+    ///   passphrase; `.serverUnavailable` when the server cannot be reached.
+    public static func create(configuration: PostgresStoreConfiguration, key: VaultKey,
+                              options: Options = Options()) async throws -> PostgresSecretStore {
+        try key.validate()
+        if case .passphrase = key { try PassphraseStrength.check(key) }
+        let (client, runner) = makeClient(configuration, options: options)
+        do {
+            let vaultID = try SecureRandom.bytes(count: PostgresLayout.vaultIDByteCount)
+            let dek = try SymmetricKey.generate()
+            let slotParameters = try KeyHierarchy.newSlotParameters(for: key, policy: options.kdfPolicy)
+            let kek = try KeyHierarchy.deriveKEK(key: key, kind: slotParameters.kind, parameters: slotParameters.parameters,
+                                                 salt: slotParameters.salt, policy: options.kdfPolicy, path: nil,
+                                                 keyMaterialInfo: PostgresLayout.kekInfo)
+            let aad = PostgresKeySlot.aad(vaultID: vaultID, kind: slotParameters.kind.rawValue,
+                                          parameters: slotParameters.parameters, salt: slotParameters.salt)
+            let slot = PostgresKeySlot(kind: slotParameters.kind.rawValue, parameters: slotParameters.parameters,
+                                       salt: slotParameters.salt,
+                                       wrapped: try AES256GCM.seal(dek.bytes, using: kek, authenticating: aad))
+            let keys = try PostgresDataKeys(dek: dek, vaultID: vaultID)
+            let state = try PostgresVaultState(generation: 0, entryCount: 0, rowSetDigest: PostgresVaultState.digest(of: []))
+                .sealed(vaultID: vaultID, keys: keys)
+            let storeName = configuration.storeName
+            let logger = options.logger
+            try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await ensureSchema(connection, logger: logger)
+                    let existing = try await connection.query(
+                        "SELECT 1 FROM vault_stores WHERE store_name = \(storeName)", logger: logger).collect()
+                    guard existing.isEmpty else {
+                        throw VaultError(.alreadyExists, "a vault named \(TerminalText.escaped(storeName)) already exists in this database",
+                                         fix: "open it, or choose another store name")
+                    }
+                    try await connection.query("""
+                        INSERT INTO vault_stores (store_name, vault_id, key_slot, state)
+                        VALUES (\(storeName), \(ByteBuffer(bytes: vaultID)), \(ByteBuffer(bytes: slot.encoded())), \(ByteBuffer(bytes: state)))
+                        """, logger: logger)
+                }
+            }
+            return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
+                                       vaultID: vaultID, keys: keys, generation: 0)
+        } catch {
+            runner.cancel()
+            await runner.value
+            throw error
+        }
+    }
+
+    /// Opens the vault named `configuration.storeName`, checking the key and the state row.
+    /// - Throws: `.notFound`, `.wrongKey`, `.invalidKey`, `.tampered`, `.corrupt`, `.unsupportedVersion`,
+    ///   `.kdfOutsidePolicy`, `.rollbackDetected`, `.serverUnavailable`.
+    public static func open(configuration: PostgresStoreConfiguration, key: VaultKey,
+                            options: Options = Options()) async throws -> PostgresSecretStore {
+        try key.validate()
+        let (client, runner) = makeClient(configuration, options: options)
+        do {
+            let storeName = configuration.storeName
+            let logger = options.logger
+            let row: (vaultID: [UInt8], slot: [UInt8], state: [UInt8]) = try await PostgresErrors.guarding(
+                configuration, timeout: options.operationTimeout) {
+                let rows = try await client.query(
+                    "SELECT vault_id, key_slot, state FROM vault_stores WHERE store_name = \(storeName)", logger: logger)
+                for try await (vaultID, slot, state) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+                    return (Array(buffer: vaultID), Array(buffer: slot), Array(buffer: state))
+                }
+                throw VaultError(.notFound, "no vault named \(TerminalText.escaped(storeName)) in this database",
+                                 fix: "create it first, or check the store name")
+            }
+            guard row.vaultID.count == PostgresLayout.vaultIDByteCount else { throw VaultError.corrupt("the vault id is not 16 bytes") }
+            let slot = try PostgresKeySlot.decode(row.slot)
+            guard let kind = KeySlotKind(rawValue: slot.kind) else { throw VaultError.corrupt("unknown key slot kind \(slot.kind)") }
+            let kek = try KeyHierarchy.deriveKEK(key: key, kind: kind, parameters: slot.parameters, salt: slot.salt,
+                                                 policy: options.kdfPolicy, path: nil, keyMaterialInfo: PostgresLayout.kekInfo)
+            let dek: SymmetricKey
+            do {
+                dek = SymmetricKey(bytes: try AES256GCM.open(slot.wrapped, using: kek, authenticating: PostgresKeySlot.aad(
+                    vaultID: row.vaultID, kind: slot.kind, parameters: slot.parameters, salt: slot.salt)))
+            } catch {
+                throw VaultError.wrongKey
+            }
+            let keys = try PostgresDataKeys(dek: dek, vaultID: row.vaultID)
+            let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, keys: keys)
+            try checkRollback(state.generation, remembered: options.minimumGeneration)
+            return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
+                                       vaultID: row.vaultID, keys: keys, generation: state.generation)
+        } catch {
+            runner.cancel()
+            await runner.value
+            throw error
+        }
+    }
+
+    private static func makeClient(_ configuration: PostgresStoreConfiguration,
+                                   options: Options) -> (PostgresClient, Task<Void, Never>) {
+        var pgConfiguration = PostgresClient.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username,
+            password: configuration.password.map { bytes in bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } },
+            database: configuration.database,
+            tls: configuration.transport == .plainLoopback ? .disable : .require(.makeClientConfiguration()))
+        pgConfiguration.options.maximumConnections = max(1, configuration.maximumConnections)
+        pgConfiguration.options.connectTimeout = configuration.connectTimeout
+        pgConfiguration.options.keepAliveBehavior = nil
+        let client = PostgresClient(configuration: pgConfiguration, backgroundLogger: options.logger)
+        let runner = Task { await client.run() }
+        return (client, runner)
+    }
+
+    private static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
+        try await connection.query(PostgresSchema.createStores, logger: logger)
+        try await connection.query(PostgresSchema.createEntries, logger: logger)
+    }
+
+    static func checkRollback(_ generation: UInt64, remembered: UInt64) throws {
+        guard generation >= remembered else {
+            throw VaultError(.rollbackDetected,
+                             "the database holds generation \(generation) of this vault, older than generation \(remembered) already seen",
+                             fix: "restore the newer database state, or open with a lower minimum generation if the restore was deliberate")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The entry named `name` of `owner`, read in one statement together with the state row.
+    /// - Throws: `.notFound`, `.tampered`, `.rollbackDetected`, `.serverUnavailable`.
+    public func secret(named name: String, owner: String = "") async throws -> VaultEntry {
+        let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let logger = options.logger
+        let client = self.client
+        let row: (state: [UInt8], rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
+            let rows = try await client.query("""
+                SELECT s.state, e.row_generation, e.sealed FROM vault_stores s
+                LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(ByteBuffer(bytes: lookup))
+                WHERE s.vault_id = \(vaultID)
+                """, logger: logger)
+            for try await (state, rowGeneration, sealed) in rows.decode((ByteBuffer, Int64?, ByteBuffer?).self) {
+                return (Array(buffer: state), rowGeneration, sealed.map { Array(buffer: $0) })
+            }
+            throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+        }
+        let state = try observe(PostgresVaultState.open(row.state, vaultID: self.vaultID, keys: keys))
+        guard let rowGeneration = row.rowGeneration, let sealed = row.sealed else {
+            throw VaultError.entryNotFound(owner.isEmpty ? name : owner + "/" + name)
+        }
+        guard rowGeneration >= 1, UInt64(rowGeneration) <= state.generation else {
+            throw VaultError.tampered(region: "entry row (generation)")
+        }
+        return try PostgresRowCodec.open(sealed, vaultID: self.vaultID, lookup: lookup, rowGeneration: UInt64(rowGeneration), keys: keys)
+    }
+
+    /// Every entry's metadata (of `owner` when given), after checking the whole row set against
+    /// the sealed state: a deleted, added, or rolled-back row is refused as tampering.
+    public func list(owner: String? = nil) async throws -> [EntryMetadata] {
+        try await readAll().entries.map(\.metadata).filter { owner == nil || $0.owner == owner }
+            .sorted { ($0.owner, $0.name) < ($1.owner, $1.name) }
+    }
+
+    /// Opens every row and checks the row set against the state: the generation and entry count.
+    public func verify() async throws -> (generation: UInt64, entryCount: Int) {
+        let all = try await readAll()
+        return (all.state.generation, all.entries.count)
+    }
+
+    private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry]) {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let logger = options.logger
+        let client = self.client
+        let fetched: (state: [UInt8], rows: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])]) = try await guarding {
+            let rows = try await client.query("""
+                SELECT s.state, e.lookup, e.row_generation, e.sealed FROM vault_stores s
+                LEFT JOIN vault_entries e ON e.vault_id = s.vault_id
+                WHERE s.vault_id = \(vaultID)
+                """, logger: logger)
+            var state: [UInt8]?
+            var result: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])] = []
+            for try await (sealedState, lookup, rowGeneration, sealed) in rows.decode((ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?).self) {
+                state = Array(buffer: sealedState)
+                if let lookup, let rowGeneration, let sealed {
+                    result.append((Array(buffer: lookup), rowGeneration, Array(buffer: sealed)))
+                }
+            }
+            guard let state else {
+                throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+            }
+            return (state, result)
+        }
+        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, keys: keys))
+        try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
+        let entries = try fetched.rows.map { row in
+            try PostgresRowCodec.open(row.sealed, vaultID: self.vaultID, lookup: row.lookup,
+                                      rowGeneration: UInt64(row.rowGeneration), keys: keys)
+        }
+        return (state, entries)
+    }
+
+    static func checkRowSet(_ rows: [(lookup: [UInt8], rowGeneration: Int64)], against state: PostgresVaultState) throws {
+        guard rows.count == Int(state.entryCount) else {
+            throw VaultError.tampered(region: "entry rows (\(rows.count) rows, the state says \(state.entryCount))")
+        }
+        guard rows.allSatisfy({ $0.rowGeneration >= 1 && UInt64($0.rowGeneration) <= state.generation }) else {
+            throw VaultError.tampered(region: "entry rows (generation)")
+        }
+        let digest = try PostgresVaultState.digest(of: rows.map { ($0.lookup, UInt64($0.rowGeneration)) })
+        guard digest == state.rowSetDigest else { throw VaultError.tampered(region: "entry rows (row set)") }
+    }
+
+    /// Records a generation read from the database, refusing one older than any seen before.
+    func observe(_ state: PostgresVaultState) throws -> PostgresVaultState {
+        try highestGeneration.withLock { highest in
+            try Self.checkRollback(state.generation, remembered: highest)
+            highest = state.generation
+        }
+        return state
+    }
+
+    /// Runs `body` with this store's timeout and error mapping.
+    func guarding<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, body)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The readable bytes of a buffer.
+    init(buffer: ByteBuffer) {
+        self = buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
+    }
+}

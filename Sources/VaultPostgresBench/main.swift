@@ -1,0 +1,109 @@
+// Latency and throughput of the PostgreSQL store through the library, next to its floor: a
+// bare single-row SELECT of a bytea through postgres-nio on a pool of the same size.
+// Run by scripts/bench-postgres (which starts a real PostgreSQL); not a product.
+//
+//   VaultPostgresBench URL [OPERATIONS_PER_RUN] [CLIENTS...]     (default 2000; 1 8 32)
+//
+// Prints a Markdown table: p50, p99 and operations per second for each operation and
+// number of concurrent clients. Never prints a secret.
+import CredentialVault
+import CredentialVaultPostgres
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import VaultCrypto
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    FileHandle.standardError.write(Data("usage: VaultPostgresBench URL [OPERATIONS] [CLIENTS...]\n".utf8))
+    exit(64)
+}
+let url = arguments[1]
+let operations = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
+let clientCounts = arguments.count > 3 ? arguments[3...].compactMap { Int($0) } : [1, 8, 32]
+let entryCount = 100
+
+struct Figures {
+    var p50: Duration
+    var p99: Duration
+    var perSecond: Double
+}
+
+/// Runs `operations` calls of `body` spread over `clients` concurrent tasks.
+func measure(clients: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws -> Figures {
+    let clock = ContinuousClock()
+    let started = clock.now
+    let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+        for client in 0..<clients {
+            group.addTask {
+                var mine: [Duration] = []
+                var index = client
+                while index < operations {
+                    let begin = clock.now
+                    try await body(index)
+                    mine.append(clock.now - begin)
+                    index += clients
+                }
+                return mine
+            }
+        }
+        var all: [Duration] = []
+        for try await part in group { all += part }
+        return all.sorted()
+    }
+    let elapsed = clock.now - started
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return Figures(p50: latencies[latencies.count / 2], p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)],
+                   perSecond: Double(latencies.count) / seconds)
+}
+
+func milliseconds(_ duration: Duration) -> String {
+    let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    return String(format: "%.2f ms", value)
+}
+
+let pool = max(clientCounts.max() ?? 8, 8)
+var configuration = try PostgresStoreConfiguration(url: url, storeName: "bench-" + UUID().uuidString)
+configuration.maximumConnections = pool
+let key = VaultKey.keyMaterial(SecureBytes(copying: try SecureRandom.bytes(count: 32)))
+let store = try await PostgresSecretStore.create(configuration: configuration, key: key,
+                                                 options: PostgresSecretStore.Options(operationTimeout: .seconds(60)))
+let value = SecureBytes(copying: try SecureRandom.bytes(count: 1024))
+for index in 0..<entryCount { try await store.add(NewEntry(name: "entry-\(index)", secret: value)) }
+
+// The floor: the same pool size, a bare SELECT of one bytea row by primary key.
+var floorConfiguration = PostgresClient.Configuration(host: configuration.host, port: configuration.port,
+                                                      username: configuration.username, password: nil,
+                                                      database: configuration.database, tls: .disable)
+floorConfiguration.options.maximumConnections = pool
+let floorClient = PostgresClient(configuration: floorConfiguration, backgroundLogger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
+let floorRunner = Task { await floorClient.run() }
+let rows = try await floorClient.query("SELECT vault_id, lookup FROM vault_entries LIMIT 100").collect()
+var keys: [(ByteBuffer, ByteBuffer)] = []
+for row in rows { keys.append(try row.decode((ByteBuffer, ByteBuffer).self)) }
+let floorKeys = keys
+
+print("| operation | clients | p50 | p99 | operations/s | p50 × floor |")
+print("|---|---:|---:|---:|---:|---:|")
+for clients in clientCounts {
+    let floor = try await measure(clients: clients) { index in
+        let (vault, lookup) = floorKeys[index % floorKeys.count]
+        _ = try await floorClient.query("SELECT sealed FROM vault_entries WHERE vault_id = \(vault) AND lookup = \(lookup)").collect()
+    }
+    let get = try await measure(clients: clients) { index in _ = try await store.secret(named: "entry-\(index % entryCount)") }
+    let put = try await measure(clients: clients) { index in
+        try await store.put(NewEntry(name: "entry-\(index % entryCount)", secret: value))
+    }
+    func ratio(_ figures: Figures) -> String {
+        let a = Double(figures.p50.components.attoseconds) / 1e18 + Double(figures.p50.components.seconds)
+        let b = Double(floor.p50.components.attoseconds) / 1e18 + Double(floor.p50.components.seconds)
+        return String(format: "%.2f×", a / b)
+    }
+    for (name, figures) in [("floor: bare `SELECT` of one bytea row", floor), ("`secret(named:)`", get), ("`put` (one transaction)", put)] {
+        print("| \(name) | \(clients) | \(milliseconds(figures.p50)) | \(milliseconds(figures.p99)) | \(Int(figures.perSecond)) | \(ratio(figures)) |")
+    }
+}
+floorRunner.cancel()
+await floorRunner.value
+await store.close()

@@ -1,0 +1,210 @@
+@testable import CredentialVaultPostgres
+import CredentialVault
+import Foundation
+import Testing
+import VaultCrypto
+
+/// The PostgreSQL store against a real server (Debian's PostgreSQL, started by scripts/test).
+@Suite("PostgreSQL store: round trip, ciphertext only, tampering", .enabled(if: PostgresServer.shouldRun))
+struct PostgresStoreTests {
+    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    private func rowCondition(_ store: PostgresSecretStore, name: String, owner: String = "") throws -> String {
+        let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: store.keys)
+        return "vault_id = decode('\(hex(store.vaultID))', 'hex') AND lookup = decode('\(hex(lookup))', 'hex')"
+    }
+
+    @Test("add, get, put (keeps createdAt), list, remove, reopen; the generation counts writes")
+    func roundTrip() async throws {
+        let configuration = try PostgresServer.configuration()
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        try await store.add(NewEntry(name: "github", secret: SecureBytes("ghp-first"), kind: .password, label: "work"))
+        try await store.add(NewEntry(name: "access", owner: "user-1", secret: SecureBytes("at-1"), kind: .accessToken,
+                                     expiresAt: Date(timeIntervalSince1970: 2_000_000_000)))
+        #expect(await errorCode { try await store.add(NewEntry(name: "github", secret: SecureBytes("again"))) } == .alreadyExists)
+        let first = try await store.secret(named: "github")
+        #expect(first.secret == SecureBytes("ghp-first"))
+        #expect(first.metadata.label == "work")
+        try await Task.sleep(for: .milliseconds(20))
+        try await store.put(NewEntry(name: "github", secret: SecureBytes("ghp-second"), kind: .password))
+        let second = try await store.secret(named: "github")
+        #expect(second.secret == SecureBytes("ghp-second"))
+        #expect(second.metadata.createdAt == first.metadata.createdAt)
+        #expect(second.metadata.updatedAt > first.metadata.updatedAt)
+        let access = try await store.secret(named: "access", owner: "user-1")
+        #expect(access.metadata.expiresAt == Date(timeIntervalSince1970: 2_000_000_000))
+        #expect(access.metadata.kind == .accessToken)
+        #expect(try await store.list().map(\.name) == ["github", "access"])
+        #expect(try await store.list(owner: "user-1").map(\.name) == ["access"])
+        try await store.remove(named: "github")
+        #expect(await errorCode { _ = try await store.secret(named: "github") } == .notFound)
+        #expect(await errorCode { try await store.remove(named: "github") } == .notFound)
+        #expect(store.generation == 4)
+        await store.close()
+
+        let reopened = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
+        #expect(try await reopened.secret(named: "access", owner: "user-1").secret == SecureBytes("at-1"))
+        #expect(try await reopened.verify() == (generation: 4, entryCount: 1))
+        await reopened.close()
+    }
+
+    @Test("a wrong key, a passphrase for a key-file vault, a missing store and a taken name each fail on their own")
+    func openFailures() async throws {
+        let configuration = try PostgresServer.configuration()
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        await store.close()
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: configuration, key: try PostgresServer.newKey(), options: PostgresServer.options())
+        } == .wrongKey)
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: configuration, key: .passphrase(SecureBytes("a long enough passphrase")),
+                                                   options: PostgresServer.options())
+        } == .wrongKey)
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: try PostgresServer.configuration(), key: key, options: PostgresServer.options())
+        } == .notFound)
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        } == .alreadyExists)
+        // A passphrase vault opens with its passphrase.
+        let passConfiguration = try PostgresServer.configuration()
+        let passphrase = VaultKey.passphrase(SecureBytes("correct horse battery staple"))
+        let passStore = try await PostgresSecretStore.create(configuration: passConfiguration, key: passphrase, options: PostgresServer.options())
+        try await passStore.add(NewEntry(name: "n", secret: SecureBytes("v")))
+        await passStore.close()
+        let again = try await PostgresSecretStore.open(configuration: passConfiguration, key: passphrase, options: PostgresServer.options())
+        #expect(try await again.secret(named: "n").secret == SecureBytes("v"))
+        await again.close()
+    }
+
+    @Test("the database holds no name, owner, label or secret, in any column")
+    func ciphertextOnly() async throws {
+        let configuration = try PostgresServer.configuration()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        try await store.add(NewEntry(name: "name-PLAINTEXT-marker", owner: "owner-PLAINTEXT-marker",
+                                     secret: SecureBytes("secret-PLAINTEXT-marker"), label: "label-PLAINTEXT-marker"))
+        let dump = try PostgresServer.psql("""
+            SELECT encode(s.vault_id, 'hex') || encode(s.key_slot, 'hex') || encode(s.state, 'hex') || s.store_name
+                   || coalesce(string_agg(encode(e.lookup, 'hex') || e.row_generation || encode(e.sealed, 'hex'), ','), '')
+            FROM vault_stores s LEFT JOIN vault_entries e ON e.vault_id = s.vault_id
+            WHERE s.store_name = '\(configuration.storeName)' GROUP BY s.vault_id, s.key_slot, s.state, s.store_name
+            """)
+        #expect(dump.count > 200)
+        #expect(!dump.contains(hex(Array("PLAINTEXT".utf8))))
+        #expect(!dump.contains("PLAINTEXT"))
+        await store.close()
+    }
+
+    @Test("a flipped byte in an entry row, the state row or the key slot is refused")
+    func flippedBytes() async throws {
+        let configuration = try PostgresServer.configuration()
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
+        let row = try rowCondition(store, name: "a")
+        for offset in [0, 12, 20, 30] {
+            try PostgresServer.psql("UPDATE vault_entries SET sealed = set_byte(sealed, \(offset), get_byte(sealed, \(offset)) # 1) WHERE \(row)")
+            #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+            #expect(await errorCode { _ = try await store.list() } == .tampered)
+            #expect(await errorCode { try await store.put(NewEntry(name: "a", secret: SecureBytes("over"))) } == .tampered)
+            try PostgresServer.psql("UPDATE vault_entries SET sealed = set_byte(sealed, \(offset), get_byte(sealed, \(offset)) # 1) WHERE \(row)")
+            #expect(try await store.secret(named: "a").secret == SecureBytes("value-a"))
+        }
+        let storeRow = "store_name = '\(configuration.storeName)'"
+        try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")
+        try PostgresServer.psql("UPDATE vault_stores SET key_slot = set_byte(key_slot, 60, get_byte(key_slot, 60) # 1) WHERE \(storeRow)")
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
+        } == .wrongKey)
+        try PostgresServer.psql("UPDATE vault_stores SET key_slot = set_byte(key_slot, 60, get_byte(key_slot, 60) # 1) WHERE \(storeRow)")
+        // The generation column is bound too.
+        try PostgresServer.psql("UPDATE vault_entries SET row_generation = row_generation + 1 WHERE \(row)")
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        try PostgresServer.psql("UPDATE vault_entries SET row_generation = row_generation - 1 WHERE \(row)")
+        #expect(try await store.verify().entryCount == 1)
+        await store.close()
+    }
+
+    @Test("a value moved to another row, a row copied from another vault, a deleted row and an old row put back are refused")
+    func movedCopiedDeletedAndRolledBackRows() async throws {
+        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
+        try await store.add(NewEntry(name: "b", secret: SecureBytes("value-b")))
+        let a = try rowCondition(store, name: "a"), b = try rowCondition(store, name: "b")
+        // Moved: b's sealed value (and its generation) under a's lookup.
+        let saved = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(a)")
+        try PostgresServer.psql("UPDATE vault_entries SET (sealed, row_generation) = (SELECT sealed, row_generation FROM vault_entries WHERE \(b)) WHERE \(a)")
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        let parts = saved.split(separator: " ")
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(parts[0])', 'hex'), row_generation = \(parts[1]) WHERE \(a)")
+        #expect(try await store.secret(named: "a").secret == SecureBytes("value-a"))
+
+        // Copied from another vault, with this vault's id and the same name's lookup of that vault.
+        let other = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        try await other.add(NewEntry(name: "a", secret: SecureBytes("forged")))
+        try await other.add(NewEntry(name: "c", secret: SecureBytes("forged-c")))
+        let otherA = try rowCondition(other, name: "a")
+        try PostgresServer.psql("UPDATE vault_entries SET (sealed, row_generation) = (SELECT sealed, row_generation FROM vault_entries WHERE \(otherA)) WHERE \(a)")
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(parts[0])', 'hex'), row_generation = \(parts[1]) WHERE \(a)")
+
+        // Deleted: the state still counts it.
+        let savedB = try PostgresServer.psql("SELECT encode(lookup, 'hex') || ' ' || row_generation || ' ' || encode(sealed, 'hex') FROM vault_entries WHERE \(b)")
+        try PostgresServer.psql("DELETE FROM vault_entries WHERE \(b)")
+        #expect(await errorCode { _ = try await store.list() } == .tampered)
+        #expect(await errorCode { try await store.add(NewEntry(name: "z", secret: SecureBytes("z"))) } == .tampered)
+        let bParts = savedB.split(separator: " ")
+        try PostgresServer.psql("""
+            INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+            VALUES (decode('\(hex(store.vaultID))', 'hex'), decode('\(bParts[0])', 'hex'), \(bParts[1]), decode('\(bParts[2])', 'hex'))
+            """)
+        #expect(try await store.verify().entryCount == 2)
+
+        // An older version of a row put back after a newer write (with its own, older generation).
+        try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a2")))
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(parts[0])', 'hex'), row_generation = \(parts[1]) WHERE \(a)")
+        #expect(await errorCode { _ = try await store.list() } == .tampered)
+        #expect(await errorCode { try await store.add(NewEntry(name: "y", secret: SecureBytes("y"))) } == .tampered)
+        await store.close()
+        await other.close()
+    }
+
+    @Test("a whole database state rolled back is refused by a client that remembers a newer generation")
+    func rollbackOfTheWholeState() async throws {
+        let configuration = try PostgresServer.configuration()
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        try await store.add(NewEntry(name: "token", secret: SecureBytes("old")))
+        let vault = "decode('\(hex(store.vaultID))', 'hex')"
+        let snapshot = "snap_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        try PostgresServer.psql("CREATE TABLE \(snapshot)_s AS SELECT * FROM vault_stores WHERE vault_id = \(vault); "
+                                + "CREATE TABLE \(snapshot)_e AS SELECT * FROM vault_entries WHERE vault_id = \(vault)")
+        try await store.put(NewEntry(name: "token", secret: SecureBytes("new")))
+        let remembered = store.generation
+        try PostgresServer.psql("""
+            DELETE FROM vault_entries WHERE vault_id = \(vault);
+            UPDATE vault_stores SET state = (SELECT state FROM \(snapshot)_s) WHERE vault_id = \(vault);
+            INSERT INTO vault_entries SELECT * FROM \(snapshot)_e;
+            DROP TABLE \(snapshot)_s; DROP TABLE \(snapshot)_e
+            """)
+        // The running client has seen the newer generation; a new one told of it refuses too.
+        #expect(await errorCode { _ = try await store.secret(named: "token") } == .rollbackDetected)
+        #expect(await errorCode { try await store.put(NewEntry(name: "token", secret: SecureBytes("x"))) } == .rollbackDetected)
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: configuration, key: key,
+                                                   options: PostgresServer.options(minimumGeneration: remembered))
+        } == .rollbackDetected)
+        // A client that never saw the newer state reads the consistent older one.
+        let naive = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
+        #expect(try await naive.secret(named: "token").secret == SecureBytes("old"))
+        await naive.close()
+        await store.close()
+    }
+}

@@ -181,7 +181,14 @@ public final class PostgresSecretStore: Sendable {
         return (client, runner)
     }
 
+    /// Creates the tables unless they are there. Only the first store of a database takes the
+    /// schema lock; later ones see both tables and go on without it.
     private static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
+        for try await present in try await connection.query(
+            "SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL",
+            logger: logger).decode(Bool.self) where present {
+            return
+        }
         try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
         try await connection.query(PostgresSchema.createStores, logger: logger)
         try await connection.query(PostgresSchema.createEntries, logger: logger)

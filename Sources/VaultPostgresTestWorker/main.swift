@@ -26,7 +26,7 @@ guard arguments.count == 10, arguments[1] == "refresh", let tasks = Int(argument
 let (url, storeName, keyFile, session, clientID) = (arguments[2], arguments[3], arguments[4], arguments[5], arguments[7])
 
 do {
-    var options = PostgresSecretStore.Options(operationTimeout: .seconds(30))
+    var options = PostgresSecretStore.Options(operationTimeout: .seconds(90))
     options.kdfPolicy = .testing
     let store = try await PostgresSecretStore.open(
         configuration: try PostgresStoreConfiguration(url: url, storeName: storeName),

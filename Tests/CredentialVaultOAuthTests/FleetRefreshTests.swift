@@ -23,7 +23,8 @@ struct FleetRefreshTests {
         let storeName = "fleet-" + UUID().uuidString
         let session = try server.userID
         let store = try await PostgresSecretStore.create(
-            configuration: try PostgresStoreConfiguration(url: url, storeName: storeName), key: try VaultKey.fromKeyFile(path: folder.keyPath))
+            configuration: try PostgresStoreConfiguration(url: url, storeName: storeName), key: try VaultKey.fromKeyFile(path: folder.keyPath),
+            options: PostgresSecretStore.Options(operationTimeout: .seconds(90)))
         let initial = try server.passwordGrant()
         let firstRefresh = try #require(initial.refreshToken)
         try await store.saveCredentials(initial.expiredLocally, session: session)

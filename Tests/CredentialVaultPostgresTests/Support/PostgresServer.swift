@@ -28,12 +28,14 @@ enum PostgresServer {
     /// A configuration for a store of its own (a fresh store name) on the shared server.
     static func configuration(url: String? = nil, storeName: String = "test-" + UUID().uuidString) throws -> PostgresStoreConfiguration {
         var configuration = try PostgresStoreConfiguration(url: try url ?? requireURL(), storeName: storeName, environment: [:])
-        configuration.connectTimeout = .seconds(2)
+        configuration.connectTimeout = .seconds(5)
         return configuration
     }
 
-    /// Test options: the fast KDF policy, a short operation timeout.
-    static func options(minimumGeneration: UInt64 = 0, timeout: Duration = .seconds(10)) -> PostgresSecretStore.Options {
+    /// Test options: the fast KDF policy and a generous operation timeout. The whole suite runs on
+    /// two cores with tests that block cooperative threads (child processes, psql), so a healthy
+    /// server can take seconds to be heard; only the outage test uses a short timeout.
+    static func options(minimumGeneration: UInt64 = 0, timeout: Duration = .seconds(90)) -> PostgresSecretStore.Options {
         var options = PostgresSecretStore.Options(minimumGeneration: minimumGeneration, operationTimeout: timeout)
         options.kdfPolicy = .testing
         return options

@@ -181,9 +181,16 @@ enum PostgresRowCodec {
         } catch {
             throw VaultError.tampered(region: "entry row")
         }
-        // The metadata is parsed from a transient array; the secret is sliced out of `plain`.
-        let bytes = plain.withUnsafeBytes { Array($0) }
-        defer { _ = bytes }
+        // The metadata is parsed from a transient copy, wiped once parsed; the secret itself is
+        // sliced out of `plain`, which stays zeroising.
+        var bytes = plain.withUnsafeBytes { Array($0) }
+        defer { SecureWipe.wipe(&bytes) }
+        let (metadata, secretOffset) = try parseMetadata(bytes, lookup: lookup, keys: keys)
+        return VaultEntry(metadata: metadata, secret: plain.slice(secretOffset..<plain.count))
+    }
+
+    /// The metadata of an opened row, and where its secret starts.
+    private static func parseMetadata(_ bytes: [UInt8], lookup: [UInt8], keys: PostgresDataKeys) throws -> (EntryMetadata, Int) {
         var reader = ByteReader(bytes, region: "entry row")
         func tampered(_ why: String) -> VaultError { VaultError.tampered(region: "entry row (\(why))") }
         let owner = try readString(&reader)
@@ -199,11 +206,10 @@ enum PostgresRowCodec {
         // The lookup must be the keyed hash of what the row says it is: a row moved under
         // another lookup, even of this vault, is refused.
         guard try Self.lookup(owner: owner, name: name, keys: keys) == lookup else { throw tampered("moved row") }
-        let secret = plain.slice(reader.offset..<plain.count)
         let metadata = EntryMetadata(name: name, owner: owner, kind: kind, label: label, createdAt: createdAt,
                                      updatedAt: updatedAt, expiresAt: expiresAt, transferable: transferable,
-                                     secretByteCount: secret.count)
-        return VaultEntry(metadata: metadata, secret: secret)
+                                     secretByteCount: secretCount)
+        return (metadata, reader.offset)
     }
 
     private static func appendString(_ text: String, to writer: inout ByteWriter) {

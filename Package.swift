@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "CredentialVault",
                 "CredentialVaultOAuth",
+                "CredentialVaultPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -141,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultPostgresTests",
-            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "VaultPostgresTestWorker"]
         ),
         .testTarget(
             name: "VaultCLITests",

@@ -48,7 +48,7 @@ extension PostgresSecretStore {
                     }
                     var fresh = try await refresher(refreshToken)
                     if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
-                    let state = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
+                    let (state, _) = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
                     return (fresh, Optional(state))
                 }
                 return (current, PostgresVaultState?.none)

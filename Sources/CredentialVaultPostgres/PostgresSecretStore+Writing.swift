@@ -34,7 +34,8 @@ extension PostgresSecretStore {
     /// Applies `changes` in one transaction: the state row is locked (`SELECT … FOR UPDATE`), the
     /// row set is checked against it, every change is applied at generation + 1 and the new state
     /// is sealed and saved. Either all changes are committed or none.
-    func write(_ changes: [Change]) async throws {
+    @discardableResult
+    func write(_ changes: [Change]) async throws -> [EntryMetadata] {
         for change in changes {
             if case let .put(entry, _) = change {
                 try EntryValidation.checkName(entry.name)
@@ -45,16 +46,18 @@ extension PostgresSecretStore {
         }
         let client = self.client
         let logger = options.logger
-        let newState = try await guarding {
+        let (newState, stored) = try await guarding {
             try await client.withTransaction(logger: logger) { connection in
                 try await self.apply(changes, on: connection)
             }
         }
         _ = try observe(newState)
+        return stored
     }
 
     /// The body of a write transaction, on a connection inside `BEGIN`.
-    func apply(_ changes: [Change], on connection: PostgresConnection) async throws -> PostgresVaultState {
+    /// - Returns: The new state, and the metadata of every entry put, in order.
+    func apply(_ changes: [Change], on connection: PostgresConnection) async throws -> (PostgresVaultState, [EntryMetadata]) {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var sealedState: [UInt8]?
@@ -77,6 +80,7 @@ extension PostgresSecretStore {
 
         let newGeneration = state.generation + 1
         let now = options.clock()
+        var stored: [EntryMetadata] = []
         for change in changes {
             switch change {
             case let .put(entry, replacing):
@@ -84,10 +88,13 @@ extension PostgresSecretStore {
                 var createdAt = now
                 if let existing = rows[lookup] {
                     guard replacing else { throw VaultError.entryExists(Self.displayName(entry.name, owner: entry.owner)) }
-                    createdAt = try await readRow(lookup: lookup, rowGeneration: existing, on: connection).metadata.createdAt
+                    if entry.preservedTimestamps == nil {
+                        createdAt = try await readRow(lookup: lookup, rowGeneration: existing, on: connection).metadata.createdAt
+                    }
                 }
                 let metadata = EntryMetadata(name: entry.name, owner: entry.owner, kind: entry.kind, label: entry.label,
-                                             createdAt: createdAt, updatedAt: now, expiresAt: entry.expiresAt,
+                                             createdAt: entry.preservedTimestamps?.createdAt ?? createdAt,
+                                             updatedAt: entry.preservedTimestamps?.updatedAt ?? now, expiresAt: entry.expiresAt,
                                              transferable: entry.transferable, secretByteCount: entry.secret.count)
                 let sealed = try PostgresRowCodec.seal(VaultEntry(metadata: metadata, secret: entry.secret), vaultID: self.vaultID,
                                                        lookup: lookup, rowGeneration: newGeneration, keys: keys)
@@ -98,6 +105,7 @@ extension PostgresSecretStore {
                     ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
                     """, logger: logger)
                 rows[lookup] = generationColumn
+                stored.append(metadata)
             case let .remove(name, owner):
                 let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
                 guard rows[lookup] != nil else { throw VaultError.entryNotFound(Self.displayName(name, owner: owner)) }
@@ -116,7 +124,7 @@ extension PostgresSecretStore {
             UPDATE vault_stores SET state = \(ByteBuffer(bytes: try newState.sealed(vaultID: self.vaultID, keys: keys)))
             WHERE vault_id = \(vaultID)
             """, logger: logger)
-        return newState
+        return (newState, stored)
     }
 
     /// Reads and opens one row inside a transaction.

@@ -246,6 +246,18 @@ public final class PostgresSecretStore: Sendable {
     }
 
     private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry]) {
+        let fetched = try await fetchAllRows()
+        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, keys: keys))
+        try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
+        let entries = try fetched.rows.map { row in
+            try PostgresRowCodec.open(row.sealed, vaultID: self.vaultID, lookup: row.lookup,
+                                      rowGeneration: UInt64(row.rowGeneration), keys: keys)
+        }
+        return (state, entries)
+    }
+
+    /// The sealed state and every row of this vault, read in one statement (one snapshot).
+    func fetchAllRows() async throws -> (state: [UInt8], rows: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])]) {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let logger = options.logger
         let client = self.client
@@ -268,13 +280,7 @@ public final class PostgresSecretStore: Sendable {
             }
             return (state, result)
         }
-        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, keys: keys))
-        try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
-        let entries = try fetched.rows.map { row in
-            try PostgresRowCodec.open(row.sealed, vaultID: self.vaultID, lookup: row.lookup,
-                                      rowGeneration: UInt64(row.rowGeneration), keys: keys)
-        }
-        return (state, entries)
+        return fetched
     }
 
     static func checkRowSet(_ rows: [(lookup: [UInt8], rowGeneration: Int64)], against state: PostgresVaultState) throws {

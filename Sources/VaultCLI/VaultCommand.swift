@@ -23,7 +23,7 @@ struct VaultCommand: AsyncParsableCommand {
         version: VaultVersion.current,
         groupedSubcommands: [
             CommandGroup(name: "Vault", subcommands: [
-                Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, SelfCheck.self,
+                Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, MigrateStore.self, SelfCheck.self,
             ]),
             CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self]),
             CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Refresh.self, Client.self, Demo.self]),

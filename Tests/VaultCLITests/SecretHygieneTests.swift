@@ -63,8 +63,9 @@ import Testing
     /// help changes on purpose, add a new file (VAULT_RECORD_SNAPSHOTS=1 writes a missing one)
     /// and point this at it. help.txt (100 columns) was the first wave's; v2 this wave's before `exec` landed;
     /// v3 before `passwd` re-keyed (format-v2 branch: its abstract changed); v4 before the OAuth
-    /// commands (`refresh`, `client`) joined on main.
-    static let helpSnapshot = "help-80-columns-v5.txt"
+    /// commands (`refresh`, `client`) joined on main; v5 before `migrate-store` and the PostgreSQL
+    /// environment (VAULT_STORE, VAULT_STORE_NAME, PGPASSWORD/PGPASSFILE).
+    static let helpSnapshot = "help-80-columns-v6.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

@@ -1,7 +1,7 @@
 /// Lower-case hexadecimal for ids and journal numbers (not secrets).
 extension Sequence<UInt8> {
     /// "0a1b…": two lower-case hex digits per byte.
-    var hexString: String {
+    package var hexString: String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(underestimatedCount * 2)

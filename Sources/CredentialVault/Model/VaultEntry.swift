@@ -34,6 +34,19 @@ public struct NewEntry: Sendable {
     public var expiresAt: Date?
     /// Whether it moves to the account on sign-in from guest.
     public var transferable: Bool
+    /// The creation and update times to store instead of "now": set only when an entry is copied
+    /// from one store to another (`vault migrate-store`), so that a migration keeps them.
+    package var preservedTimestamps: PreservedTimestamps?
+
+    /// An entry's times, carried across a migration.
+    package struct PreservedTimestamps: Sendable {
+        package var createdAt: Date
+        package var updatedAt: Date
+        package init(createdAt: Date, updatedAt: Date) {
+            self.createdAt = createdAt
+            self.updatedAt = updatedAt
+        }
+    }
 
     /// Describes a new or replacement entry.
     public init(name: String, owner: String = "", secret: SecureBytes, kind: EntryKind = .generic,
@@ -45,6 +58,15 @@ public struct NewEntry: Sendable {
         self.label = label
         self.expiresAt = expiresAt
         self.transferable = transferable
+        self.preservedTimestamps = nil
+    }
+
+    /// A copy of a stored entry, with its times kept, for moving it to another store.
+    package init(copying entry: VaultEntry) {
+        let metadata = entry.metadata
+        self.init(name: metadata.name, owner: metadata.owner, secret: entry.secret, kind: metadata.kind,
+                  label: metadata.label, expiresAt: metadata.expiresAt, transferable: metadata.transferable)
+        self.preservedTimestamps = PreservedTimestamps(createdAt: metadata.createdAt, updatedAt: metadata.updatedAt)
     }
 }
 

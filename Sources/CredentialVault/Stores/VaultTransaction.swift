@@ -55,10 +55,12 @@ public struct VaultTransaction: ~Copyable {
         }
         let sealed = try SealedEntry.seal(entry.secret, owner: entry.owner, name: entry.name, vaultID: image.vaultID, key: keys.value)
         let nowMilliseconds = now.millisecondsSince1970
+        let createdMilliseconds = entry.preservedTimestamps?.createdAt.millisecondsSince1970
+            ?? existing.map { image.entries[$0].createdMilliseconds } ?? nowMilliseconds
         let stored = SealedEntry(
             name: entry.name, owner: entry.owner, kind: entry.kind, label: entry.label,
-            createdMilliseconds: existing.map { image.entries[$0].createdMilliseconds } ?? nowMilliseconds,
-            updatedMilliseconds: nowMilliseconds,
+            createdMilliseconds: createdMilliseconds,
+            updatedMilliseconds: entry.preservedTimestamps?.updatedAt.millisecondsSince1970 ?? nowMilliseconds,
             expiresMilliseconds: entry.expiresAt?.millisecondsSince1970,
             transferable: entry.transferable,
             nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag)

@@ -8,6 +8,13 @@ public struct VerificationReport: Sendable, Equatable {
         public let name: String
         /// What failed.
         public let error: VaultError
+
+        /// One failure; `package` for the same reason as the report's initialiser.
+        package init(owner: String, name: String, error: VaultError) {
+            self.owner = owner
+            self.name = name
+            self.error = error
+        }
     }
 
     /// The vault's id, in hex.
@@ -18,6 +25,14 @@ public struct VerificationReport: Sendable, Equatable {
     public let entriesChecked: Int
     /// Entries whose secret did not authenticate. Empty when the vault is intact.
     public let failures: [Failure]
+
+    /// A report; `package` so that every store of this package (file, PostgreSQL) makes the same one.
+    package init(vaultID: String, generation: UInt64, entriesChecked: Int, failures: [Failure]) {
+        self.vaultID = vaultID
+        self.generation = generation
+        self.entriesChecked = entriesChecked
+        self.failures = failures
+    }
 
     /// True when the header, the index and every secret authenticated.
     public var isIntact: Bool { failures.isEmpty }

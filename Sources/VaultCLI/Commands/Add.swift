@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault add NAME`: stores a secret read from standard input.
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Store a secret, read from standard input, under NAME.",
@@ -58,14 +58,22 @@ extension VaultCommand {
             if guest, !owner.isEmpty { throw ValidationError("give either --guest or --owner, not both") }
         }
 
-        func run() throws {
-            let store = try options.openStore()
-            let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
-            let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
-            let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
-            let stored = try store.put(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label, expiresAt: expiry,
-                                                transferable: !nonTransferable),
-                                       replace: replace)
+        func run() async throws {
+            if guest { try options.requireFileStore() }
+            let storage = try await options.openStorage()
+            let stored: EntryMetadata
+            do {
+                let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
+                let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
+                let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
+                stored = try await storage.storeEntry(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label,
+                                                               expiresAt: expiry, transferable: !nonTransferable),
+                                                      replace: replace)
+                await storage.closeStorage()
+            } catch {
+                await storage.closeStorage()
+                throw error
+            }
             ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date()))).")
         }
     }

@@ -36,6 +36,7 @@ extension VaultCommand {
         var remove = false
 
         func run() async throws {
+            try options.requireFileStore()
             if remove {
                 try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).update { profile in
                     profile.extra[StoredClientConfiguration.profileKey] = nil

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault list`: names and metadata, never secrets.
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List the entries' names and metadata (never their secrets)."
@@ -23,9 +23,9 @@ extension VaultCommand {
         @Option(help: .hidden)
         var owner: String?
 
-        func run() throws {
+        func run() async throws {
             let now = Date()
-            let entries = try options.openStore().list(owner: owner)
+            let entries = try await options.withStorage { try await $0.listEntries(owner: owner) }
                 .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
             if json {
                 try StandardIO.printOutput(bytes: EntryListJSON.render(entries, now: now) + [0x0A])

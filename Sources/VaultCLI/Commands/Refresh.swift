@@ -17,6 +17,7 @@ extension VaultCommand {
         @OptionGroup var options: VaultOptions
 
         func run() async throws {
+            try options.requireFileStore()
             guard let stored = try StoredClientConfiguration.load(options) else {
                 throw VaultError(.notFound, "no OAuth client is configured",
                                  fix: "sign in with 'vault signin --device …' or store one with 'vault client …'")

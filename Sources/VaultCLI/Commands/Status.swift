@@ -27,6 +27,7 @@ extension VaultCommand {
         var minTTL: Int64 = 0
 
         func run() async throws {
+            try options.requireFileStore()
             // A read command: it never writes, so it reports what a start-up would find
             // (SessionManager.peek) and creates no folder, profile or lock file.
             if options.hasNoSession {

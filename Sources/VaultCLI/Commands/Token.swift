@@ -30,6 +30,7 @@ extension VaultCommand {
         var leeway: Int64?
 
         func run() async throws {
+            try options.requireFileStore()
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
             if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }

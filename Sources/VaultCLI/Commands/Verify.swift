@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault verify`: authenticates every entry.
-    struct Verify: ParsableCommand {
+    struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "verify",
             abstract: "Authenticate the header, the index and every secret; exit 65 when anything fails."
@@ -14,13 +14,14 @@ extension VaultCommand {
         @Flag(help: "Print a JSON object (see docs/CLI.md).")
         var json = false
 
-        func run() throws {
-            let store = try options.openStore()
-            let report = try store.verify()
+        func run() async throws {
+            let (report, path) = try await options.withStorage { storage in
+                (try await storage.verifyAll(), (storage as? SecretStore)?.vaultPath)
+            }
             try StandardIO.printOutput(json ? TextLayout.json(report.jsonValue) : Self.text(report))
             guard report.isIntact else {
                 throw VaultError(.tampered, "\(report.failures.count) of \(report.entriesChecked) entries failed their integrity check",
-                                 path: store.vaultPath, fix: "restore the vault from a backup, or remove the damaged entries with 'vault rm'")
+                                 path: path, fix: "restore the vault from a backup, or remove the damaged entries with 'vault rm'")
             }
         }
 

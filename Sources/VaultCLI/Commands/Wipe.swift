@@ -36,6 +36,7 @@ extension VaultCommand {
         var destroyKeyFile = false
 
         func run() throws {
+            try options.requireFileStore()
             let directory = options.directory
             let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
             if !yes { try Self.confirm(directory: directory, keyFile: keyFile, terminal: options.terminal()) }

@@ -57,7 +57,7 @@ enum VaultExitStatus {
         (usage, "usage: bad option or value, no key source and no terminal"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
         (notFound, "vault, entry or file not found; nobody signed in"),
-        (serverUnavailable, "authorization server unreachable or failing (5xx, timeout, bad answer); session kept"),
+        (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost"),
         (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock"),

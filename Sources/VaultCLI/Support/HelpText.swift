@@ -17,6 +17,9 @@ enum HelpText {
         ("VAULT_KEY_FILE", "a key file, as --key-file"),
         ("VAULT_PASSPHRASE", "the passphrase, when no key file is given"),
         ("VAULT_NEW_PASSPHRASE", "the new passphrase for 'vault passwd'"),
+        ("VAULT_STORE", "where the vault is, as --store: 'file' (default) or postgres://USER@HOST:PORT/DB"),
+        ("VAULT_STORE_NAME", "which vault in that database, as --store-name (default: default)"),
+        ("PGPASSWORD, PGPASSFILE", "the database password (never in the URL); PGPASSFILE default ~/.pgpass"),
         ("XDG_DATA_HOME", "where the default vault directory lives, when VAULT_DIR is not set"),
     ]
 

@@ -8,6 +8,7 @@ extension VaultOptions {
     /// or `needsKey` is set; when none can be found for an existing vault, the session is
     /// created locked (status reports `unavailable: locked`).
     func sessionManager(needsKey: Bool) throws -> SessionManager {
+        try requireFileStore()
         let directory = directory
         let exists = SecretStore.exists(in: directory)
         let key: VaultKey?

@@ -12,6 +12,15 @@ struct VaultOptions: ParsableArguments {
         valueName: "DIR"), completion: .directory)
     var vault: String?
 
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "Where the vault is: 'file' (the vault file in --vault DIR), or postgres://USER@HOST:PORT/DATABASE (default: $VAULT_STORE, else file). The database password comes from PGPASSWORD or PGPASSFILE, never the URL.",
+        valueName: "STORE"))
+    var store: String?
+
+    @Option(name: .customLong("store-name"), help: ArgumentHelp(
+        "With a PostgreSQL store: which vault in the database (default: $VAULT_STORE_NAME, else 'default').", valueName: "NAME"))
+    var storeName: String?
+
     @Option(name: .customLong("key-file"), help: ArgumentHelp(
         "A 32-byte key file made by 'vault keygen' (default: $VAULT_KEY_FILE).", valueName: "FILE"), completion: .file())
     var keyFile: String?
@@ -60,6 +69,7 @@ struct VaultOptions: ParsableArguments {
     /// - Throws: `.notFound` before any passphrase is asked for when there is no vault; the errors of `SecretStore.open`.
     /// - Parameter allowWeakPassphrase: let `changeKey` accept a weak new passphrase (`vault passwd`).
     func openStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
+        try requireFileStore()
         let directory = directory
         guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
         var options = storeOptions
@@ -71,6 +81,7 @@ struct VaultOptions: ParsableArguments {
     /// - Parameter allowWeakPassphrase: accept a passphrase under `PassphraseStrength.minimumBytes`.
     /// - Throws: `.alreadyExists` before any passphrase is asked for; the errors of `SecretStore.create`.
     func createStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
+        try requireFileStore()
         let directory = directory
         if SecretStore.exists(in: directory) {
             throw VaultError(.alreadyExists, "a vault already exists here", path: directory,

@@ -1,0 +1,120 @@
+import ArgumentParser
+import CredentialVault
+import CredentialVaultPostgres
+import FoundationEssentials
+import VaultCrypto
+
+extension VaultCommand {
+    /// `vault migrate-store --to STORE`: copies every entry of the selected store into another one,
+    /// with the same key, in one transaction, then reads every entry back and compares it.
+    struct MigrateStore: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "migrate-store",
+            abstract: "Copy every entry of this vault into another store (the vault file or PostgreSQL), with the same key.",
+            discussion: """
+                The source is the store the other options select (--store / VAULT_STORE, else the vault file in \
+                --vault DIR); the destination is --to: a postgres:// URL, or 'file' for the vault file in --vault DIR. \
+                The destination is created with the same key (refused if it exists, unless --into-existing), every \
+                entry is written in one transaction with its owner, kind, label, expiry and times, and then every \
+                entry is read back from the destination and compared byte for byte; the destination is verified as \
+                a whole. The source is never changed: remove it with 'vault wipe' (file) once you trust the copy.
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Option(help: ArgumentHelp("Where to copy to: postgres://USER@HOST:PORT/DATABASE, or 'file' (the vault file in --vault DIR).",
+                                   valueName: "STORE"))
+        var to: String
+
+        @Option(name: .customLong("to-store-name"), help: ArgumentHelp(
+            "With a PostgreSQL destination: the vault's name in the database (default: the source's --store-name, else 'default').",
+            valueName: "NAME"))
+        var toStoreName: String?
+
+        @Flag(name: .customLong("into-existing"), help: "Copy into an existing vault opened by the same key; any name already there stops the copy before anything is written.")
+        var intoExisting = false
+
+        func run() async throws {
+            let source = try options.storeSelection
+            let destination = try StoreSelection(store: to, storeName: toStoreName ?? options.storeName)
+            guard source != destination, !(source == .file && destination == .file) else {
+                throw VaultError(.invalidInput, "the source and the destination are the same store",
+                                 fix: "select the source with --store (or VAULT_STORE) and the destination with --to")
+            }
+            let key = try KeySources.current(options, confirmNew: false)
+            let from = try await open(source, key: key)
+            do {
+                let entries = try await Self.readAll(from)
+                let into = try await destinationStorage(destination, key: key)
+                do {
+                    let copies = entries.map(NewEntry.init(copying:))
+                    _ = try await into.storeEntries(copies, replace: false)
+                    try await Self.compare(entries, with: into)
+                    let report = try await into.verifyAll()
+                    guard report.isIntact else {
+                        throw VaultError(.tampered, "the destination failed its integrity check after the copy",
+                                         fix: "do not use the copy; the source is unchanged")
+                    }
+                    ErrorReport.note("Copied \(entries.count) entr\(entries.count == 1 ? "y" : "ies") from the \(from.storageKind.rawValue) "
+                                     + "store to the \(into.storageKind.rawValue) store; each was read back and matched. The source is unchanged.")
+                    await into.closeStorage()
+                } catch {
+                    await into.closeStorage()
+                    throw error
+                }
+                await from.closeStorage()
+            } catch {
+                await from.closeStorage()
+                throw error
+            }
+        }
+
+        /// Every entry of `storage`, with its secret.
+        static func readAll(_ storage: any SecretStorage) async throws -> [VaultEntry] {
+            var entries: [VaultEntry] = []
+            for metadata in try await storage.listEntries(owner: nil) {
+                entries.append(try await storage.readEntry(named: metadata.name, owner: metadata.owner))
+            }
+            return entries
+        }
+
+        /// Reads every entry back from `storage` and compares it with the source's.
+        static func compare(_ entries: [VaultEntry], with storage: any SecretStorage) async throws {
+            let copied = try await storage.listEntries(owner: nil)
+            guard copied.count >= entries.count else {
+                throw VaultError(.tampered, "the destination lists \(copied.count) entries after the copy, not \(entries.count)",
+                                 fix: "do not use the copy; the source is unchanged")
+            }
+            for entry in entries {
+                let original = entry.metadata
+                let copy = try await storage.readEntry(named: original.name, owner: original.owner)
+                let same = copy.secret == entry.secret && copy.metadata.kind == original.kind && copy.metadata.label == original.label
+                    && copy.metadata.expiresAt == original.expiresAt && copy.metadata.transferable == original.transferable
+                    && copy.metadata.createdAt == original.createdAt && copy.metadata.updatedAt == original.updatedAt
+                guard same else {
+                    throw VaultError(.tampered, "the entry '\(TerminalText.escaped(original.name))' reads back differently from the destination",
+                                     fix: "do not use the copy; the source is unchanged")
+                }
+            }
+        }
+
+        private func open(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
+            guard let configuration = try selection.postgresConfiguration() else {
+                guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
+                return try SecretStore.open(in: options.directory, key: key, options: options.storeOptions)
+            }
+            return try await PostgresSecretStore.open(configuration: configuration, key: key, options: options.postgresOptions)
+        }
+
+        private func destinationStorage(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
+            if intoExisting { return try await open(selection, key: key) }
+            guard let configuration = try selection.postgresConfiguration() else {
+                var storeOptions = options.storeOptions
+                storeOptions.allowsWeakPassphrase = true   // the key already opens the source
+                return try SecretStore.create(in: options.directory, key: key, options: storeOptions)
+            }
+            return try await PostgresSecretStore.create(configuration: configuration, key: key, options: options.postgresOptions)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import CredentialVault
+import CredentialVaultPostgres
+import VaultCrypto
+
+/// Where a command's vault is: the vault file in a directory (the default), or a store in a
+/// PostgreSQL database, chosen by `--store URL` or `VAULT_STORE` (`--store-name`/`VAULT_STORE_NAME`
+/// picks one vault among several in the database).
+enum StoreSelection: Equatable {
+    /// The vault file in `--vault DIR` (or the default directory).
+    case file
+    /// The store `storeName` in the database at `url` (`postgres://USER@HOST:PORT/DATABASE`).
+    case postgres(url: String, storeName: String)
+
+    /// The store name used when none is given.
+    static let defaultStoreName = "default"
+
+    /// Reads `--store` (else `VAULT_STORE`) and `--store-name` (else `VAULT_STORE_NAME`).
+    /// `file` (or nothing) selects the vault file.
+    /// - Throws: `.invalidInput` for any other value.
+    init(store: String?, storeName: String?) throws {
+        let value = store ?? KeySources.environmentValue("VAULT_STORE")
+        guard let value, value != "file" else {
+            self = .file
+            return
+        }
+        guard value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") else {
+            throw VaultError(.invalidInput, "the store '\(TerminalText.escaped(value))' is neither 'file' nor a postgres:// URL",
+                             fix: "give --store postgres://USER@HOST:PORT/DATABASE, or leave it out for the vault file")
+        }
+        self = .postgres(url: value, storeName: storeName ?? KeySources.environmentValue("VAULT_STORE_NAME") ?? Self.defaultStoreName)
+    }
+
+    /// The PostgreSQL configuration (password from `PGPASSWORD` or `PGPASSFILE`, never the URL).
+    func postgresConfiguration() throws -> PostgresStoreConfiguration? {
+        guard case let .postgres(url, storeName) = self else { return nil }
+        return try PostgresStoreConfiguration(url: url, storeName: storeName)
+    }
+}
+
+extension VaultOptions {
+    /// The store this invocation names.
+    var storeSelection: StoreSelection {
+        get throws { try StoreSelection(store: store, storeName: storeName) }
+    }
+
+    /// For commands that work on the vault file only (sessions, `passwd`, `rotate`, `wipe`,
+    /// the credential helpers): a PostgreSQL store is refused before anything is read.
+    func requireFileStore() throws {
+        guard case .postgres = try storeSelection else { return }
+        throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",
+                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use init, add, get, inspect, list, rm, verify and migrate-store")
+    }
+
+    /// Opens the selected store (the vault file, or PostgreSQL) with the key from `KeySources`.
+    /// - Throws: the errors of `SecretStore.open` or `PostgresSecretStore.open` (`.serverUnavailable`).
+    func openStorage() async throws -> any SecretStorage {
+        guard let configuration = try storeSelection.postgresConfiguration() else { return try openStore() }
+        return try await PostgresSecretStore.open(configuration: configuration, key: try KeySources.current(self, confirmNew: false),
+                                                  options: postgresOptions)
+    }
+
+    /// Creates a new vault in the selected store; a passphrase typed on the terminal is asked for twice.
+    func createStorage(allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
+        guard let configuration = try storeSelection.postgresConfiguration() else {
+            return try createStore(allowWeakPassphrase: allowWeakPassphrase)
+        }
+        return try await PostgresSecretStore.create(configuration: configuration, key: try KeySources.current(self, confirmNew: true),
+                                                    options: postgresOptions)
+    }
+
+    /// Opens the selected store, runs `body`, and closes the store (its connection pool) whatever happens.
+    func withStorage<T>(_ body: (any SecretStorage) async throws -> T) async throws -> T {
+        let storage = try await openStorage()
+        do {
+            let result = try await body(storage)
+            await storage.closeStorage()
+            return result
+        } catch {
+            await storage.closeStorage()
+            throw error
+        }
+    }
+
+    /// PostgreSQL options for this invocation: `--lock-timeout` bounds each operation (default 10 s).
+    var postgresOptions: PostgresSecretStore.Options {
+        PostgresSecretStore.Options(operationTimeout: lockTimeout > .zero ? lockTimeout : .seconds(10))
+    }
+}

@@ -2,14 +2,17 @@
 import PackageDescription
 
 // Dependencies point one way only:
-// VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
+// VaultMain (vault) → VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
+// VaultPostgresMain (vault-postgres) → VaultCLI + CredentialVaultPostgres.
 // VaultCLI → CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); the core never links the network.
 // CredentialVaultPostgres → CredentialVault (+ PostgresNIO): the fleet store, a product of its own.
 let package = Package(
     name: "vault",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "vault", targets: ["VaultCLI"]),
+        .executable(name: "vault", targets: ["VaultMain"]),
+        // The same commands linked with the PostgreSQL store; `vault` hands it any postgres:// store.
+        .executable(name: "vault-postgres", targets: ["VaultPostgresMain"]),
         .library(name: "CredentialVault", targets: ["CredentialVault"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
         // The OAuth 2.0 client; a product of its own so that the core links no HTTP stack.
@@ -76,15 +79,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(
+        // The commands, shared by the two executables below.
+        .target(
             name: "VaultCLI",
             dependencies: [
                 "CredentialVault",
                 "CredentialVaultOAuth",
-                "CredentialVaultPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `vault`: links no database driver (postgres-nio brings swift-crypto and Foundation's ICU).
+        .executableTarget(name: "VaultMain", dependencies: ["VaultCLI"]),
+        // `vault-postgres`: the same commands with the PostgreSQL store (docs/ARCHITECTURE.md).
+        .executableTarget(name: "VaultPostgresMain", dependencies: ["VaultCLI", "CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]),
         .executableTarget(
             name: "VaultTestWorker",
             dependencies: ["CredentialVault", "VaultCrypto"]
@@ -137,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain",
                            "CredentialVaultPostgres", "VaultPostgresTestWorker"]
         ),
         .testTarget(
@@ -146,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["CredentialVault", "VaultCLI"],
+            dependencies: ["CredentialVault", "VaultCLI", "VaultMain", "VaultPostgresMain"],
             resources: [.copy("Fixtures")]
         ),
     ]

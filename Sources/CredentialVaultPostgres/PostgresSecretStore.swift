@@ -166,7 +166,7 @@ public final class PostgresSecretStore: Sendable {
         }
     }
 
-    private static func makeClient(_ configuration: PostgresStoreConfiguration,
+    static func makeClient(_ configuration: PostgresStoreConfiguration,
                                    options: Options) -> (PostgresClient, Task<Void, Never>) {
         var pgConfiguration = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username,

@@ -12,7 +12,6 @@ import VaultCrypto
 /// Every command runs through `main()`, which hardens the process first and maps every
 /// error to one exit status (`VaultExitStatus`). Add a command by listing it in a group below;
 /// it may be a `ParsableCommand` or an `AsyncParsableCommand`.
-@main
 struct VaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vault",
@@ -45,6 +44,18 @@ struct VaultCommand: AsyncParsableCommand {
 
     /// Hardens the process, parses, runs, and turns any error into a message and an exit status.
     static func main() async {
+        await main(postgres: nil)
+    }
+
+    /// `main()` of an executable that links the PostgreSQL store (`vault-postgres`) or not (`vault`).
+    /// Without it, a command line or environment that names a PostgreSQL store is handed, unchanged,
+    /// to `vault-postgres` (`PostgresHelper`) before anything else happens.
+    static func main(postgres: (any PostgresCommandSupport)?) async {
+        if let postgres {
+            PostgresHelper.support.withLock { $0 = postgres }
+        } else if PostgresHelper.isNeeded(arguments: CommandLine.arguments) {
+            PostgresHelper.execute()
+        }
         prepareProcess()
         if let helper = CredentialHelperDispatch.helper(invokedAs: CommandLine.arguments.first ?? "") {
             terminate(helper(Array(CommandLine.arguments.dropFirst())))

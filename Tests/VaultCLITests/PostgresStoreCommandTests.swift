@@ -75,13 +75,36 @@ struct PostgresStoreCommandTests {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
         let store = ["--store", try PostgresCLI.requireURL()]
-        for command in [["status"], ["guest"], ["signout"], ["token"], ["refresh"], ["passwd"], ["rotate"], ["wipe", "--yes"],
-                        ["exec", "--env", "A=b"], ["add", "g", "--guest"]] {
-            let tail = command.first == "exec" ? ["--", "true"] : []
-            let result = try sandbox.run(command + store + tail, stdin: Data("x".utf8), environment: key)
+        for command in [["status"], ["guest"], ["signout"], ["token"], ["refresh"], ["passwd"], ["rotate"],
+                        ["client", "--remove"], ["add", "g", "--guest"]] {
+            let result = try sandbox.run(command + store, stdin: Data("x".utf8), environment: key)
             #expect(result.status == 64, "\(command): \(result.stderrText)")
             #expect(result.stderrText.contains("vault file only"), "\(command)")
         }
+        #expect(FileManager.default.fileExists(atPath: sandbox.vaultFile))
+    }
+
+    @Test func execAndWipeWorkOnPostgres() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let url = try PostgresCLI.requireURL()
+        let storeName = PostgresCLI.freshStoreName(), neighbour = PostgresCLI.freshStoreName()
+        let store = ["--store", url, "--store-name", storeName]
+        #expect(try sandbox.run(["init"] + store, environment: key).status == 0)
+        #expect(try sandbox.run(["init", "--store", url, "--store-name", neighbour], environment: key).status == 0)
+        #expect(try sandbox.run(["add", "api"] + store, stdin: Data("tok-123".utf8), environment: key).status == 0)
+        let exec = try sandbox.run(["exec", "--env", "API_TOKEN=api"] + store + ["--", "/bin/sh", "-c", "printf %s \"$API_TOKEN\""],
+                                   environment: key)
+        #expect(exec.status == 0, "\(exec.stderrText)")
+        #expect(exec.stdoutText == "tok-123")
+
+        #expect(try sandbox.run(["wipe", "--all", "--yes"] + store, environment: key).status == 64)
+        let wiped = try sandbox.run(["wipe", "--yes"] + store, environment: key)
+        #expect(wiped.status == 0, "\(wiped.stderrText)")
+        #expect(try sandbox.run(["list"] + store, environment: key).status == 66)
+        #expect(try sandbox.run(["wipe", "--yes"] + store, environment: key).status == 66)
+        // The other vault in the database, and the vault file, are untouched.
+        #expect(try sandbox.run(["list", "--store", url, "--store-name", neighbour], environment: key).status == 0)
         #expect(FileManager.default.fileExists(atPath: sandbox.vaultFile))
     }
 

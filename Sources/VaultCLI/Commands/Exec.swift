@@ -9,7 +9,7 @@ import VaultCrypto
 
 extension VaultCommand {
     /// `vault exec --env VAR=ENTRY … -- COMMAND ARGS…`: runs a command with secrets in its environment.
-    struct Exec: ParsableCommand {
+    struct Exec: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
             abstract: "Run a command with secrets from the vault in its environment (never in its arguments).",
@@ -38,8 +38,8 @@ extension VaultCommand {
             guard Set(names).count == names.count else { throw ValidationError("each VAR may be given once") }
         }
 
-        func run() throws {
-            let pid = try startCommand()
+        func run() async throws {
+            let pid = try await startCommand()
             let outcome = try ChildProcess.wait(for: pid)
             switch outcome {
             case .exited(let status):
@@ -53,12 +53,11 @@ extension VaultCommand {
 
         /// Opens the vault, reads the secrets and starts the command; the store and the
         /// secrets are gone when this returns.
-        private func startCommand() throws -> pid_t {
-            var secrets: [(name: String, value: SecureBytes)] = []
-            do {
-                let store = try options.openStore()
+        private func startCommand() async throws -> pid_t {
+            let secrets = try await options.withStorage { storage in
+                var secrets: [(name: String, value: SecureBytes)] = []
                 for mapping in mappings {
-                    let secret = try store.secret(named: mapping.entry)
+                    let secret = try await storage.readEntry(named: mapping.entry, owner: "").secret
                     let hasNUL = secret.withUnsafeBytes { $0.contains(0) }
                     guard !hasNUL else {
                         throw UsageError("the secret of '\(TerminalText.escaped(mapping.entry))' contains a NUL byte, "
@@ -66,6 +65,7 @@ extension VaultCommand {
                     }
                     secrets.append((mapping.variable, secret))
                 }
+                return secrets
             }
             return try ChildProcess.spawn(command, secrets: secrets)
         }

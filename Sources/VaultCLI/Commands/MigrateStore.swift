@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultPostgres
 import FoundationEssentials
 import VaultCrypto
 
@@ -100,21 +99,23 @@ extension VaultCommand {
         }
 
         private func open(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
-            guard let configuration = try selection.postgresConfiguration() else {
+            guard let postgres = selection.postgres else {
                 guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
                 return try SecretStore.open(in: options.directory, key: key, options: options.storeOptions)
             }
-            return try await PostgresSecretStore.open(configuration: configuration, key: key, options: options.postgresOptions)
+            return try await PostgresHelper.required().open(url: postgres.url, storeName: postgres.storeName, key: key,
+                                                            timeout: options.operationTimeout)
         }
 
         private func destinationStorage(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
             if intoExisting { return try await open(selection, key: key) }
-            guard let configuration = try selection.postgresConfiguration() else {
+            guard let postgres = selection.postgres else {
                 var storeOptions = options.storeOptions
                 storeOptions.allowsWeakPassphrase = true   // the key already opens the source
                 return try SecretStore.create(in: options.directory, key: key, options: storeOptions)
             }
-            return try await PostgresSecretStore.create(configuration: configuration, key: key, options: options.postgresOptions)
+            return try await PostgresHelper.required().create(url: postgres.url, storeName: postgres.storeName, key: key,
+                                                              timeout: options.operationTimeout)
         }
     }
 }

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault wipe`: destroys the vault file, and with `--destroy-key-file` its key file.
-    struct Wipe: ParsableCommand {
+    struct Wipe: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "wipe",
             abstract: "Destroy every credential: overwrite the vault file and its wrapped key, then remove it.",
@@ -20,6 +20,11 @@ extension VaultCommand {
                 passphrase or key file. --destroy-key-file also overwrites and removes the key file (given by \
                 --key-file or VAULT_KEY_FILE), which makes every such copy undecryptable: the only erase that \
                 holds. A passphrase cannot be destroyed.
+
+                On a PostgreSQL store (--store, VAULT_STORE) it deletes the vault's rows and its state row \
+                (with the wrapped data key) in one transaction; other vaults in the database stay. The database \
+                keeps deleted rows until VACUUM, in its write-ahead log, on replicas and in backups: the same \
+                limits, and the same answer (--destroy-key-file).
                 """
         )
 
@@ -35,8 +40,10 @@ extension VaultCommand {
             "Also overwrite and remove the key file (--key-file or VAULT_KEY_FILE): old copies of the vault become undecryptable."))
         var destroyKeyFile = false
 
-        func run() throws {
-            try options.requireFileStore()
+        func run() async throws {
+            if let postgres = try options.storeSelection.postgres {
+                return try await wipePostgres(url: postgres.url, storeName: postgres.storeName)
+            }
             let directory = options.directory
             let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
             if !yes { try Self.confirm(directory: directory, keyFile: keyFile, terminal: options.terminal()) }
@@ -54,6 +61,28 @@ extension VaultCommand {
             } else if wiped {
                 ErrorReport.note("Earlier copies of the vault (freed disk blocks, snapshots, backups) still open with its key; "
                                  + "--destroy-key-file makes them undecryptable when the vault uses a key file.")
+            }
+        }
+
+        /// `wipe` on a PostgreSQL store: the vault's rows, then (with `--destroy-key-file`) the key file.
+        private func wipePostgres(url: String, storeName: String) async throws {
+            guard !all else { throw UsageError("--all removes the profile of a vault file; a PostgreSQL store has none") }
+            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
+            let support = try PostgresHelper.required()
+            let name = "the PostgreSQL vault '\(TerminalText.escaped(storeName))'"
+            if !yes { try Self.confirm(directory: name, keyFile: keyFile, terminal: options.terminal()) }
+            let wiped = try await support.destroy(url: url, storeName: storeName, timeout: options.operationTimeout)
+            if let keyFile { try SecretStore.destroyKeyFile(at: keyFile) }
+            guard wiped || keyFile != nil else {
+                throw VaultError(.notFound, "no vault named '\(TerminalText.escaped(storeName))' in this database",
+                                 fix: "check the store name")
+            }
+            ErrorReport.note(wiped ? "Wiped \(name)." : "No vault named '\(TerminalText.escaped(storeName))' in the database.")
+            if let keyFile {
+                ErrorReport.note("Destroyed the key file \(keyFile): copies of vaults it opened can no longer be decrypted.")
+            } else {
+                ErrorReport.note("Deleted rows stay in the database until VACUUM, in its write-ahead log, replicas and backups, "
+                                 + "and still open with the key; --destroy-key-file makes them undecryptable.")
             }
         }
 

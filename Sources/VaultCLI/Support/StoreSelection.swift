@@ -1,5 +1,4 @@
 import CredentialVault
-import CredentialVaultPostgres
 import VaultCrypto
 
 /// Where a command's vault is: the vault file in a directory (the default), or a store in a
@@ -30,10 +29,10 @@ enum StoreSelection: Equatable {
         self = .postgres(url: value, storeName: storeName ?? KeySources.environmentValue("VAULT_STORE_NAME") ?? Self.defaultStoreName)
     }
 
-    /// The PostgreSQL configuration (password from `PGPASSWORD` or `PGPASSFILE`, never the URL).
-    func postgresConfiguration() throws -> PostgresStoreConfiguration? {
+    /// The URL and store name of a PostgreSQL store, or nil for the vault file.
+    var postgres: (url: String, storeName: String)? {
         guard case let .postgres(url, storeName) = self else { return nil }
-        return try PostgresStoreConfiguration(url: url, storeName: storeName)
+        return (url, storeName)
     }
 }
 
@@ -43,29 +42,29 @@ extension VaultOptions {
         get throws { try StoreSelection(store: store, storeName: storeName) }
     }
 
-    /// For commands that work on the vault file only (sessions, `passwd`, `rotate`, `wipe`,
-    /// the credential helpers): a PostgreSQL store is refused before anything is read.
+    /// For commands that work on the vault file only (sessions, `passwd`, `rotate`, the credential
+    /// helpers): a PostgreSQL store is refused before anything is read.
     func requireFileStore() throws {
         guard case .postgres = try storeSelection else { return }
         throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",
-                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use init, add, get, inspect, list, rm, verify and migrate-store")
+                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use init, add, get, inspect, list, rm, exec, verify, wipe and migrate-store")
     }
 
     /// Opens the selected store (the vault file, or PostgreSQL) with the key from `KeySources`.
     /// - Throws: the errors of `SecretStore.open` or `PostgresSecretStore.open` (`.serverUnavailable`).
     func openStorage() async throws -> any SecretStorage {
-        guard let configuration = try storeSelection.postgresConfiguration() else { return try openStore() }
-        return try await PostgresSecretStore.open(configuration: configuration, key: try KeySources.current(self, confirmNew: false),
-                                                  options: postgresOptions)
+        guard let postgres = try storeSelection.postgres else { return try openStore() }
+        let support = try PostgresHelper.required()
+        return try await support.open(url: postgres.url, storeName: postgres.storeName,
+                                      key: try KeySources.current(self, confirmNew: false), timeout: operationTimeout)
     }
 
     /// Creates a new vault in the selected store; a passphrase typed on the terminal is asked for twice.
     func createStorage(allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
-        guard let configuration = try storeSelection.postgresConfiguration() else {
-            return try createStore(allowWeakPassphrase: allowWeakPassphrase)
-        }
-        return try await PostgresSecretStore.create(configuration: configuration, key: try KeySources.current(self, confirmNew: true),
-                                                    options: postgresOptions)
+        guard let postgres = try storeSelection.postgres else { return try createStore(allowWeakPassphrase: allowWeakPassphrase) }
+        let support = try PostgresHelper.required()
+        return try await support.create(url: postgres.url, storeName: postgres.storeName,
+                                        key: try KeySources.current(self, confirmNew: true), timeout: operationTimeout)
     }
 
     /// Opens the selected store, runs `body`, and closes the store (its connection pool) whatever happens.
@@ -81,8 +80,6 @@ extension VaultOptions {
         }
     }
 
-    /// PostgreSQL options for this invocation: `--lock-timeout` bounds each operation (default 10 s).
-    var postgresOptions: PostgresSecretStore.Options {
-        PostgresSecretStore.Options(operationTimeout: lockTimeout > .zero ? lockTimeout : .seconds(10))
-    }
+    /// How long one PostgreSQL operation may take: `--lock-timeout` (default 10 s).
+    var operationTimeout: Duration { lockTimeout > .zero ? lockTimeout : .seconds(10) }
 }

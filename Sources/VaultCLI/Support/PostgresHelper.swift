@@ -1,0 +1,73 @@
+import CredentialVault
+import Glibc
+import Synchronization
+import VaultCrypto
+
+/// What the PostgreSQL store adds to the command line. `vault-postgres` (Sources/VaultPostgresMain)
+/// links `CredentialVaultPostgres` and provides it; `vault` does not link it (postgres-nio brings
+/// swift-crypto and the full Foundation with ICU: 28 MB → 81 MB), and hands such a command to
+/// `vault-postgres` instead (`PostgresHelper`).
+package protocol PostgresCommandSupport: Sendable {
+    /// Opens the store `storeName` in the database at `url`.
+    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage
+    /// Creates the store `storeName` (and the tables if needed).
+    func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage
+    /// Deletes the store's rows and its state row; false when there was none. Needs no key.
+    func destroy(url: String, storeName: String, timeout: Duration) async throws -> Bool
+}
+
+/// Hands a command line that names a PostgreSQL store to `vault-postgres`, the same commands
+/// linked with the PostgreSQL store, found next to this executable or in `../lib/vault/`.
+enum PostgresHelper {
+    /// The helper's file name.
+    static let executableName = "vault-postgres"
+
+    /// The PostgreSQL support of this executable: set by `vault-postgres` before parsing, nil in `vault`.
+    static let support = Mutex<(any PostgresCommandSupport)?>(nil)
+
+    /// The support, or an error naming the missing helper.
+    static func required() throws -> any PostgresCommandSupport {
+        if let support = support.withLock({ $0 }) { return support }
+        throw missingHelper()
+    }
+
+    /// True when the command line or `VAULT_STORE` names a PostgreSQL store: any argument before
+    /// `--` that is (or ends in `=` followed by) a `postgres://` URL. It may say yes for a label
+    /// that looks like a URL; the helper then runs the command just the same.
+    static func isNeeded(arguments: [String]) -> Bool {
+        func isURL(_ text: Substring) -> Bool { text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") }
+        for argument in arguments.dropFirst() {
+            if argument == "--" { break }
+            let text = Substring(argument)
+            if isURL(text) { return true }
+            if argument.hasPrefix("--"), let equals = text.firstIndex(of: "="), isURL(text[text.index(after: equals)...]) { return true }
+        }
+        return KeySources.environmentValue("VAULT_STORE").map { isURL(Substring($0)) } ?? false
+    }
+
+    /// Replaces this process with the helper, same arguments (argv[0] included) and environment,
+    /// before anything was read or changed. Exits 66 when the helper is not installed.
+    static func execute() -> Never {
+        for path in candidates() where access(path, X_OK) == 0 {
+            _ = execv(path, CommandLine.unsafeArgv)
+        }
+        let status = ErrorReport.report(missingHelper()) ?? VaultExitStatus.notFound
+        exit(status)
+    }
+
+    /// Next to this executable, then `../lib/vault/` (where scripts/install puts it).
+    static func candidates() -> [String] {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, Int(PATH_MAX))
+        guard length > 0 else { return [] }
+        let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = executable.lastIndex(of: "/") else { return [] }
+        let directory = String(executable[..<slash])
+        return [PathText.joining(directory, executableName), PathText.joining(directory, "../lib/vault/" + executableName)]
+    }
+
+    static func missingHelper() -> VaultError {
+        VaultError(.notFound, "a PostgreSQL store needs \(executableName), which is not installed beside this vault",
+                   path: candidates().first, fix: "install it (scripts/install --with-postgres), or use the vault file")
+    }
+}

@@ -144,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain", "VaultPostgresMain",
                            "CredentialVaultPostgres", "VaultPostgresTestWorker"]
         ),
         .testTarget(

@@ -99,3 +99,40 @@ extension PostgresSecretStore {
         return Int64(bitPattern: value)
     }
 }
+
+extension PostgresSecretStore {
+    /// A session's tokens as stored, without refreshing them.
+    /// - Throws: `.notSignedIn` when the session has no tokens; `.tampered`; `.serverUnavailable`.
+    public func storedCredentials(session: String) async throws -> Credentials {
+        let client = self.client
+        let logger = options.logger
+        return try await guarding {
+            try await client.withTransaction(logger: logger) { connection in
+                try await self.readCredentials(session: session, on: connection)
+            }
+        }
+    }
+
+    /// Removes a session's tokens in one transaction.
+    /// - Returns: What was removed (for revocation at the server), or nil when the session had none.
+    public func removeCredentials(session: String) async throws -> Credentials? {
+        let client = self.client
+        let logger = options.logger
+        let (removed, newState) = try await guarding {
+            try await client.withTransaction(logger: logger) { connection -> (Credentials?, PostgresVaultState?) in
+                let current: Credentials
+                do {
+                    current = try await self.readCredentials(session: session, on: connection)
+                } catch let error as VaultError where error.code == .notSignedIn {
+                    return (nil, nil)
+                }
+                var changes: [Change] = [.remove(name: SessionEntryNames.accessToken, owner: session)]
+                if current.refreshToken != nil { changes.append(.remove(name: SessionEntryNames.refreshToken, owner: session)) }
+                let (state, _) = try await self.apply(changes, on: connection)
+                return (current, state)
+            }
+        }
+        if let newState { _ = try observe(newState) }
+        return removed
+    }
+}

@@ -7,12 +7,12 @@ import VaultCrypto
 
 /// Opens, creates and destroys PostgreSQL stores for the command line.
 struct PostgresStores: PostgresCommandSupport {
-    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage {
+    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore {
         try await PostgresSecretStore.open(configuration: try PostgresStoreConfiguration(url: url, storeName: storeName), key: key,
                                            options: PostgresSecretStore.Options(operationTimeout: timeout))
     }
 
-    func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage {
+    func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore {
         try await PostgresSecretStore.create(configuration: try PostgresStoreConfiguration(url: url, storeName: storeName), key: key,
                                              options: PostgresSecretStore.Options(operationTimeout: timeout))
     }
@@ -22,5 +22,8 @@ struct PostgresStores: PostgresCommandSupport {
                                               options: PostgresSecretStore.Options(operationTimeout: timeout))
     }
 }
+
+/// The PostgreSQL store's fleet sessions, as the command line uses them.
+extension PostgresSecretStore: FleetSessionStore {}
 
 await VaultEntryPoint.run(postgres: PostgresStores())

@@ -75,13 +75,19 @@ struct PostgresStoreCommandTests {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
         let store = ["--store", try PostgresCLI.requireURL()]
-        for command in [["status"], ["guest"], ["signout"], ["token"], ["refresh"], ["passwd"], ["rotate"],
-                        ["client", "--remove"], ["add", "g", "--guest"]] {
+        for command in [["guest"], ["passwd"], ["rotate"], ["add", "g", "--guest"]] {
             let result = try sandbox.run(command + store, stdin: Data("x".utf8), environment: key)
             #expect(result.status == 64, "\(command): \(result.stderrText)")
             #expect(result.stderrText.contains("vault file only"), "\(command)")
         }
         #expect(FileManager.default.fileExists(atPath: sandbox.vaultFile))
+        // The session commands take a fleet session on PostgreSQL, and want its name.
+        for command in [["status"], ["signout"], ["token"], ["refresh"]] {
+            let result = try sandbox.run(command + store, environment: key)
+            #expect(result.status == 64, "\(command): \(result.stderrText)")
+            #expect(result.stderrText.contains("--session NAME"), "\(command)")
+        }
+        #expect(try sandbox.run(["status", "--session", "s"], environment: key).status == 64, "--session needs a PostgreSQL store")
     }
 
     @Test func execAndWipeWorkOnPostgres() throws {

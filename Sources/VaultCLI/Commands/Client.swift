@@ -36,7 +36,11 @@ extension VaultCommand {
         var remove = false
 
         func run() async throws {
-            try options.requireFileStore()
+            let onPostgres = try options.storeSelection != .file
+            if remove, onPostgres {
+                try await FleetSession.removeClient(options)
+                return ErrorReport.note("Forgot the OAuth client configuration.")
+            }
             if remove {
                 try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).update { profile in
                     profile.extra[StoredClientConfiguration.profileKey] = nil
@@ -76,10 +80,18 @@ extension VaultCommand {
                 }
                 let trimmed = VaultKeySecretFile.trimmingNewline(secret)
                 guard !trimmed.isEmpty else { throw UsageError("the client secret is empty") }
+                if onPostgres {
+                    try await options.withFleetSessions { try await stored.save(to: $0, secret: trimmed) }
+                    return ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)) in the PostgreSQL store.")
+                }
                 let key = try KeySources.current(options, confirmNew: !SecretStore.exists(in: options.directory))
                 let store = SecretStore.exists(in: options.directory)
                     ? try SecretStore.open(in: options.directory, key: key) : try SecretStore.create(in: options.directory, key: key)
                 _ = try store.put(NewEntry(name: StoredClientConfiguration.secretEntry, secret: trimmed, transferable: false), replace: true)
+            }
+            if onPostgres {
+                try await options.withFleetSessions { try await stored.save(to: $0, secret: nil) }
+                return ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)) in the PostgreSQL store.")
             }
             try stored.save(options)
             ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)).")

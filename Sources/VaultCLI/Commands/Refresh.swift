@@ -16,8 +16,14 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
+        @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
+        var session: String?
+
         func run() async throws {
-            try options.requireFileStore()
+            if let fleet = try FleetSession.selected(options, session: session) {
+                let credentials = try await fleet.refreshNow()
+                return ErrorReport.note("Refreshed: \(credentials)")
+            }
             guard let stored = try StoredClientConfiguration.load(options) else {
                 throw VaultError(.notFound, "no OAuth client is configured",
                                  fix: "sign in with 'vault signin --device …' or store one with 'vault client …'")

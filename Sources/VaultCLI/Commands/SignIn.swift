@@ -51,14 +51,21 @@ extension VaultCommand {
         @Flag(help: "Print the migration report as JSON.")
         var json = false
 
+        @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
+        var session: String?
+
         func run() async throws {
+            let fleet = try FleetSession.selected(options, session: session)
+            if fleet != nil, device {
+                throw UsageError("--device signs in the vault file's user; for a fleet session pipe the token response in")
+            }
             if device {
                 let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID)
                 try await finish(user: user, credentials: credentials)
                 try client.save(options)
                 return
             }
-            guard let userID else {
+            guard let userID = userID ?? fleet?.name else {
                 throw UsageError("--user-id is required when the token response is piped in (or use --device)")
             }
             guard !StandardIO.isTerminal(0) else {
@@ -74,6 +81,10 @@ extension VaultCommand {
                                  fix: "sign in again at the server; nothing was changed")
             }
             let credentials = try TokenResponse.parse(body, receivedAt: Date())
+            if let fleet {
+                try await fleet.signIn(credentials)
+                return ErrorReport.note("Saved the tokens of the session '\(TerminalText.escaped(fleet.name))' (\(credentials)).")
+            }
             try await finish(user: userID, credentials: credentials)
         }
 

@@ -23,7 +23,14 @@ extension VaultCommand {
         @Flag(name: .customLong("new-anonymous-id"), help: "Give the guest a new anonymous id instead of the old one.")
         var newAnonymousID = false
 
+        @Option(name: .customLong("session"), help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
+        var fleetSession: String?
+
         func run() async throws {
+            if let fleet = try FleetSession.selected(options, session: fleetSession) {
+                let removed = try await fleet.signOut()
+                return ErrorReport.note(removed ? "Signed out the session '\(TerminalText.escaped(fleet.name))'." : "The session had no tokens.")
+            }
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)

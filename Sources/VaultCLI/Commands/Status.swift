@@ -26,8 +26,14 @@ extension VaultCommand {
                 transform: HumanDuration.seconds(in:))
         var minTTL: Int64 = 0
 
+        @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
+        var session: String?
+
         func run() async throws {
-            try options.requireFileStore()
+            if let fleet = try FleetSession.selected(options, session: session) {
+                let state = try await fleet.state(minTTL: minTTL)
+                return try StandardIO.printOutput(json ? TextLayout.json(state.jsonValue(anonymousID: nil)) : Self.describe(state, anonymousID: nil))
+            }
             // A read command: it never writes, so it reports what a start-up would find
             // (SessionManager.peek) and creates no folder, profile or lock file.
             if options.hasNoSession {

@@ -29,8 +29,14 @@ extension VaultCommand {
                 transform: HumanDuration.seconds(in:))
         var leeway: Int64?
 
+        @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
+        var session: String?
+
         func run() async throws {
-            try options.requireFileStore()
+            if let fleet = try FleetSession.selected(options, session: session) {
+                let credentials = try await fleet.token(minTTL: minTTL, leeway: leeway ?? 60)
+                return try StandardIO.printOutput(credentials.accessToken)
+            }
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
             if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }

@@ -5,10 +5,13 @@ import VaultCrypto
 
 /// The OAuth client configuration the CLI keeps: issuer, client id, endpoints, scopes and
 /// grant in the plain profile (top-level key "oauthClient"), the client secret (if any) in
-/// the vault as the entry `session.oauth-client-secret`.
+/// the vault as the entry `session.oauth-client-secret`. On a PostgreSQL store (shared by a fleet)
+/// there is no profile: the configuration is the entry `session.oauth-client` (its JSON, sealed like
+/// every entry) beside the secret's.
 struct StoredClientConfiguration: Equatable {
     static let profileKey = "oauthClient"
     static let secretEntry = "session.oauth-client-secret"
+    static let fleetEntry = "session.oauth-client"
 
     var issuer: String?
     var clientID: String
@@ -69,8 +72,41 @@ struct StoredClientConfiguration: Equatable {
         }
     }
 
+    /// The configuration kept in a fleet's store, if any.
+    static func load(from store: any SecretStorage) async throws -> StoredClientConfiguration? {
+        let entry: VaultEntry
+        do {
+            entry = try await store.readEntry(named: fleetEntry, owner: "")
+        } catch let error as VaultError where error.code == .notFound {
+            return nil
+        }
+        let json = entry.secret.withUnsafeBytes { Array($0) }
+        return StoredClientConfiguration(try JSONValue(parsing: json))
+    }
+
+    /// Saves it in a fleet's store, with the client secret when there is one, in one transaction.
+    func save(to store: any SecretStorage, secret: SecureBytes?) async throws {
+        var entries = [NewEntry(name: Self.fleetEntry, secret: SecureBytes(copying: try jsonValue.serialized()), transferable: false)]
+        if let secret { entries.append(NewEntry(name: Self.secretEntry, secret: secret, transferable: false)) }
+        _ = try await store.storeEntries(entries, replace: true)
+    }
+
+    /// The client, with the secret from a fleet's store when the method needs one.
+    func client(secretFrom store: any SecretStorage) async throws -> OAuthClient {
+        let needsSecret = authMethod == "client_secret_basic" || authMethod == "client_secret_post"
+        return try client(secret: needsSecret ? try await store.readEntry(named: Self.secretEntry, owner: "").secret : nil)
+    }
+
     /// The client, with the secret from the vault when the method needs one.
     func client(_ options: VaultOptions) throws -> OAuthClient {
+        let needsSecret = authMethod == "client_secret_basic" || authMethod == "client_secret_post"
+        guard needsSecret else { return try client(secret: nil) }
+        let key = try KeySources.current(options, confirmNew: false)
+        return try client(secret: try SecretStore.open(in: options.directory, key: key).secret(named: Self.secretEntry))
+    }
+
+    /// The client, authenticated with `secret` when the method needs one.
+    func client(secret: SecureBytes?) throws -> OAuthClient {
         func url(_ text: String?, _ what: String) throws -> URL? {
             guard let text else { return nil }
             guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
@@ -83,8 +119,9 @@ struct StoredClientConfiguration: Equatable {
         case "none":
             authentication = .none
         case "client_secret_basic", "client_secret_post":
-            let key = try KeySources.current(options, confirmNew: false)
-            let secret = try SecretStore.open(in: options.directory, key: key).secret(named: Self.secretEntry)
+            guard let secret else {
+                throw VaultError(.notFound, "the stored client's secret is missing", fix: "store the client again with 'vault client'")
+            }
             authentication = authMethod == "client_secret_basic" ? .clientSecretBasic(secret) : .clientSecretPost(secret)
         default:
             throw VaultError(.invalidInput, "the stored client authentication '\(authMethod)' is unknown",

@@ -9,11 +9,26 @@ import VaultCrypto
 /// `vault-postgres` instead (`PostgresHelper`).
 package protocol PostgresCommandSupport: Sendable {
     /// Opens the store `storeName` in the database at `url`.
-    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage
+    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore
     /// Creates the store `storeName` (and the tables if needed).
-    func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any SecretStorage
+    func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore
     /// Deletes the store's rows and its state row; false when there was none. Needs no key.
     func destroy(url: String, storeName: String, timeout: Duration) async throws -> Bool
+}
+
+/// A store whose sessions are shared by a fleet (`PostgresSecretStore`): a session is a name
+/// (`--session`), its tokens are entries owned by it, and a refresh happens once across every
+/// process that needs one at the same time (an advisory lock held through check, refresh and save).
+package protocol FleetSessionStore: SecretStorage {
+    /// Saves a session's tokens in one transaction (a response without a refresh token keeps the old one).
+    func saveCredentials(_ credentials: Credentials, session: String) async throws
+    /// The session's credentials valid for `minTTL`, refreshed through `refresher` (once across the fleet) when not.
+    func validCredentials(session: String, minTTL: Duration,
+                          refresher: @escaping @Sendable (SecureBytes) async throws -> Credentials) async throws -> Credentials
+    /// The session's tokens as stored. - Throws: `.notSignedIn` when it has none.
+    func storedCredentials(session: String) async throws -> Credentials
+    /// Removes the session's tokens; returns them (for revocation), or nil when there were none.
+    func removeCredentials(session: String) async throws -> Credentials?
 }
 
 /// Hands a command line that names a PostgreSQL store to `vault-postgres`, the same commands

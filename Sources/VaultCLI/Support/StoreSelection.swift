@@ -47,7 +47,7 @@ extension VaultOptions {
     func requireFileStore() throws {
         guard case .postgres = try storeSelection else { return }
         throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",
-                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use init, add, get, inspect, list, rm, exec, verify, wipe and migrate-store")
+                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use the entry commands, migrate-store, and the session commands with --session NAME")
     }
 
     /// Opens the selected store (the vault file, or PostgreSQL) with the key from `KeySources`.
@@ -57,6 +57,21 @@ extension VaultOptions {
         let support = try PostgresHelper.required()
         return try await support.open(url: postgres.url, storeName: postgres.storeName,
                                       key: try KeySources.current(self, confirmNew: false), timeout: operationTimeout)
+    }
+
+    /// The PostgreSQL store, for the fleet-session commands (`signin`, `token`, `refresh`, `signout`,
+    /// `status`, `client` with `--store`). - Throws: `.invalidInput` for the vault file.
+    func openFleetSessions() async throws -> any FleetSessionStore {
+        guard let postgres = try storeSelection.postgres else {
+            throw VaultError(.invalidInput, "fleet sessions live in a PostgreSQL store", fix: "give --store postgres://…")
+        }
+        return try await PostgresHelper.required().open(url: postgres.url, storeName: postgres.storeName,
+                                                        key: try KeySources.current(self, confirmNew: false), timeout: operationTimeout)
+    }
+
+    /// Opens the fleet-session store, runs `body`, and closes it whatever happens.
+    func withFleetSessions<T>(_ body: (any FleetSessionStore) async throws -> T) async throws -> T {
+        try await Self.closing(try await openFleetSessions(), { await $0.closeStorage() }, body)
     }
 
     /// Creates a new vault in the selected store; a passphrase typed on the terminal is asked for twice.
@@ -69,13 +84,17 @@ extension VaultOptions {
 
     /// Opens the selected store, runs `body`, and closes the store (its connection pool) whatever happens.
     func withStorage<T>(_ body: (any SecretStorage) async throws -> T) async throws -> T {
-        let storage = try await openStorage()
+        try await Self.closing(try await openStorage(), { await $0.closeStorage() }, body)
+    }
+
+    /// Runs `body` on `storage`, then `close`s it whatever happened.
+    private static func closing<S, T>(_ storage: S, _ close: (S) async -> Void, _ body: (S) async throws -> T) async throws -> T {
         do {
             let result = try await body(storage)
-            await storage.closeStorage()
+            await close(storage)
             return result
         } catch {
-            await storage.closeStorage()
+            await close(storage)
             throw error
         }
     }

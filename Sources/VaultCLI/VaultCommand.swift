@@ -13,7 +13,21 @@ import VaultCrypto
 /// error to one exit status (`VaultExitStatus`). Add a command by listing it in a group below;
 /// it may be a `ParsableCommand` or an `AsyncParsableCommand`.
 struct VaultCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    /// The root's configuration; during a fast parse (`FastParse`) the one without the parser's
+    /// completion-script probe.
+    static var configuration: CommandConfiguration {
+        FastParse.isActive ? fastConfiguration : standardConfiguration
+    }
+
+    /// `standardConfiguration` with a `_superCommandName`: the argument parser then skips its
+    /// completion-script probe. Only used for a parse whose result is kept when it succeeds.
+    private static let fastConfiguration: CommandConfiguration = {
+        var configuration = standardConfiguration
+        configuration._superCommandName = "vault"
+        return configuration
+    }()
+
+    private static let standardConfiguration = CommandConfiguration(
         commandName: "vault",
         abstract: "Keep sign-in tokens and secrets safe on Linux, and bring the signed-in user back at start-up.",
         // The root discussion (wrapped tables of the environment and exit statuses) is only
@@ -61,7 +75,7 @@ struct VaultCommand: AsyncParsableCommand {
             terminate(helper(Array(CommandLine.arguments.dropFirst())))
         }
         do {
-            var command = try parseAsRoot()
+            var command = try FastParse.parse()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

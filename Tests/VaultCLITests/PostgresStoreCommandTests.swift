@@ -69,6 +69,10 @@ struct PostgresStoreCommandTests {
         let result = try sandbox.run(["list", "--store", "postgres://vault:hunter2-pw@127.0.0.1:5432/vault"], environment: key)
         #expect(result.status == 64)
         #expect(!result.stderrText.contains("hunter2-pw"))
+        // A store that is not a postgres:// URL at all is refused without echoing it either.
+        let other = try sandbox.run(["list", "--store", "mysql://vault:hunter2-pw@127.0.0.1/vault"], environment: key)
+        #expect(other.status == 64)
+        #expect(!other.stderrText.contains("hunter2-pw"))
     }
 
     @Test func commandsThatWorkOnTheFileOnlyRefuseAPostgresStoreBeforeReadingAnything() throws {

@@ -37,35 +37,23 @@ extension VaultCommand {
         func run() async throws {
             let source = try options.storeSelection
             let destination = try StoreSelection(store: to, storeName: toStoreName ?? options.storeName)
-            guard source != destination, !(source == .file && destination == .file) else {
+            guard source != destination else {
                 throw VaultError(.invalidInput, "the source and the destination are the same store",
                                  fix: "select the source with --store (or VAULT_STORE) and the destination with --to")
             }
             let key = try KeySources.current(options, confirmNew: false)
-            let from = try await open(source, key: key)
-            do {
+            try await VaultOptions.closing(try await open(source, key: key), { await $0.closeStorage() }) { from in
                 let entries = try await Self.readAll(from)
-                let into = try await destinationStorage(destination, key: key)
-                do {
-                    let copies = entries.map(NewEntry.init(copying:))
-                    _ = try await into.storeEntries(copies, replace: false)
+                try await VaultOptions.closing(try await destinationStorage(destination, key: key), { await $0.closeStorage() }) { into in
+                    _ = try await into.storeEntries(entries.map(NewEntry.init(copying:)), replace: false)
                     try await Self.compare(entries, with: into)
-                    let report = try await into.verifyAll()
-                    guard report.isIntact else {
+                    guard try await into.verifyAll().isIntact else {
                         throw VaultError(.tampered, "the destination failed its integrity check after the copy",
                                          fix: "do not use the copy; the source is unchanged")
                     }
                     ErrorReport.note("Copied \(entries.count) entr\(entries.count == 1 ? "y" : "ies") from the \(from.storageKind.rawValue) "
                                      + "store to the \(into.storageKind.rawValue) store; each was read back and matched. The source is unchanged.")
-                    await into.closeStorage()
-                } catch {
-                    await into.closeStorage()
-                    throw error
                 }
-                await from.closeStorage()
-            } catch {
-                await from.closeStorage()
-                throw error
             }
         }
 

@@ -23,7 +23,8 @@ enum StoreSelection: Equatable {
             return
         }
         guard value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") else {
-            throw VaultError(.invalidInput, "the store '\(TerminalText.escaped(value))' is neither 'file' nor a postgres:// URL",
+            // The value is not echoed: a mistyped URL may carry a password.
+            throw VaultError(.invalidInput, "the store given is neither 'file' nor a postgres:// URL",
                              fix: "give --store postgres://USER@HOST:PORT/DATABASE, or leave it out for the vault file")
         }
         self = .postgres(url: value, storeName: storeName ?? KeySources.environmentValue("VAULT_STORE_NAME") ?? Self.defaultStoreName)
@@ -88,7 +89,7 @@ extension VaultOptions {
     }
 
     /// Runs `body` on `storage`, then `close`s it whatever happened.
-    private static func closing<S, T>(_ storage: S, _ close: (S) async -> Void, _ body: (S) async throws -> T) async throws -> T {
+    static func closing<S, T>(_ storage: S, _ close: (S) async -> Void, _ body: (S) async throws -> T) async throws -> T {
         do {
             let result = try await body(storage)
             await close(storage)

@@ -3,14 +3,17 @@ import PackageDescription
 
 // Dependencies point one way only:
 // VaultMain (vault) → VaultCLI → CredentialVault → VaultCrypto → CVaultCryptoShims → COpenSSL → libcrypto.
-// VaultPostgresMain (vault-postgres) → VaultCLI + CredentialVaultPostgres.
-// VaultCLI → CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); the core never links the network.
+// VaultOAuthMain (vault-oauth) → VaultOAuthCLI → VaultCLI + CredentialVaultOAuth.
+// VaultPostgresMain (vault-postgres) → VaultOAuthCLI + CredentialVaultPostgres.
+// CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); neither the core nor `vault` links the network.
 // CredentialVaultPostgres → CredentialVault (+ PostgresNIO): the fleet store, a product of its own.
 let package = Package(
     name: "vault",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "vault", targets: ["VaultMain"]),
+        // The same commands linked with the OAuth client; `vault` hands it the commands that call a server.
+        .executable(name: "vault-oauth", targets: ["VaultOAuthMain"]),
         // The same commands linked with the PostgreSQL store; `vault` hands it any postgres:// store.
         .executable(name: "vault-postgres", targets: ["VaultPostgresMain"]),
         .library(name: "CredentialVault", targets: ["CredentialVault"]),
@@ -84,14 +87,17 @@ let package = Package(
             name: "VaultCLI",
             dependencies: [
                 "CredentialVault",
-                "CredentialVaultOAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // `vault`: links no database driver (postgres-nio brings swift-crypto and Foundation's ICU).
+        // The commands' OAuth support (`OAuthCommandSupport`), for the executables that link the client.
+        .target(name: "VaultOAuthCLI", dependencies: ["VaultCLI", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]),
+        // `vault`: links neither the HTTP stack nor a database driver (docs/ARCHITECTURE.md, "Helper executables").
         .executableTarget(name: "VaultMain", dependencies: ["VaultCLI"]),
-        // `vault-postgres`: the same commands with the PostgreSQL store (docs/ARCHITECTURE.md).
-        .executableTarget(name: "VaultPostgresMain", dependencies: ["VaultCLI", "CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]),
+        // `vault-oauth`: the same commands with the OAuth client.
+        .executableTarget(name: "VaultOAuthMain", dependencies: ["VaultCLI", "VaultOAuthCLI"]),
+        // `vault-postgres`: the same commands with the OAuth client and the PostgreSQL store.
+        .executableTarget(name: "VaultPostgresMain", dependencies: ["VaultCLI", "VaultOAuthCLI", "CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]),
         .executableTarget(
             name: "VaultTestWorker",
             dependencies: ["CredentialVault", "VaultCrypto"]
@@ -144,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain", "VaultPostgresMain",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain",
                            "CredentialVaultPostgres", "VaultPostgresTestWorker"]
         ),
         .testTarget(
@@ -153,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["CredentialVault", "VaultCLI", "VaultMain", "VaultPostgresMain"],
+            dependencies: ["CredentialVault", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain"],
             resources: [.copy("Fixtures")]
         ),
     ]

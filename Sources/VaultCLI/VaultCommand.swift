@@ -58,17 +58,21 @@ struct VaultCommand: AsyncParsableCommand {
 
     /// Hardens the process, parses, runs, and turns any error into a message and an exit status.
     static func main() async {
-        await main(postgres: nil)
+        await main(postgres: nil, oauth: nil)
     }
 
-    /// `main()` of an executable that links the PostgreSQL store (`vault-postgres`) or not (`vault`).
-    /// Without it, a command line or environment that names a PostgreSQL store is handed, unchanged,
-    /// to `vault-postgres` (`PostgresHelper`) before anything else happens.
-    static func main(postgres: (any PostgresCommandSupport)?) async {
+    /// `main()` of an executable that links the PostgreSQL store (`vault-postgres`) or not (`vault`,
+    /// `vault-oauth`), and the OAuth client (`vault-oauth`, `vault-postgres`) or not (`vault`).
+    /// Without the PostgreSQL store, a command line or environment that names a PostgreSQL store is
+    /// handed, unchanged, to `vault-postgres` (`PostgresHelper`) before anything else happens; without
+    /// the OAuth client, a command that will call a server is handed to `vault-oauth` when it starts
+    /// (`OAuthHelper.ensureLinked()`).
+    static func main(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?) async {
+        OAuthHelper.support.withLock { $0 = oauth }
         if let postgres {
             PostgresHelper.support.withLock { $0 = postgres }
         } else if PostgresHelper.isNeeded(arguments: CommandLine.arguments) {
-            PostgresHelper.execute()
+            PostgresHelper.executable.execute()
         }
         prepareProcess()
         if let helper = CredentialHelperDispatch.helper(invokedAs: CommandLine.arguments.first ?? "") {

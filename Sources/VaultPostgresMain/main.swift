@@ -1,8 +1,9 @@
-// `vault-postgres`: the `vault` command linked with the PostgreSQL store. `vault` hands it any
+// `vault-postgres`: the `vault` command linked with the PostgreSQL store and the OAuth client. `vault` hands it any
 // command line that names a postgres:// store (docs/ARCHITECTURE.md, "Two executables").
 import CredentialVault
 import CredentialVaultPostgres
 import VaultCLI
+import VaultOAuthCLI
 import VaultCrypto
 
 /// Opens, creates and destroys PostgreSQL stores for the command line.
@@ -26,4 +27,4 @@ struct PostgresStores: PostgresCommandSupport {
 /// The PostgreSQL store's fleet sessions, as the command line uses them.
 extension PostgresSecretStore: FleetSessionStore {}
 
-await VaultEntryPoint.run(postgres: PostgresStores())
+await VaultEntryPoint.run(postgres: PostgresStores(), oauth: OAuthCommands())

@@ -34,9 +34,10 @@ final class RunningCLI: @unchecked Sendable {
 
     /// Starts the binary with `arguments` and exactly `environment`.
     /// - Parameter standardOutput: a file to use as standard output instead of a pipe (e.g. /dev/full).
-    init(_ arguments: [String], environment: [String: String], standardOutput: FileHandle? = nil) throws {
+    /// - Parameter executable: another copy of `vault` to run (default: the built one).
+    init(_ arguments: [String], environment: [String: String], standardOutput: FileHandle? = nil, executable: String? = nil) throws {
         Self.ignoreBrokenPipes
-        process.executableURL = URL(fileURLWithPath: try CLIBinary.path())
+        process.executableURL = URL(fileURLWithPath: try executable ?? CLIBinary.path())
         process.arguments = arguments
         process.environment = environment
         process.standardInput = input
@@ -155,6 +156,14 @@ struct CLISandbox {
              standardOutput: FileHandle? = nil, timeout: Double = 30,
              sourceLocation: SourceLocation = #_sourceLocation) throws -> CLIResult {
         let running = try start(arguments, environment: extra, standardOutput: standardOutput)
+        running.send(stdin)
+        return running.finish(timeout: timeout, sourceLocation: sourceLocation)
+    }
+
+    /// Runs `executable arguments` (a copy of `vault` elsewhere) as `run` runs the built one.
+    func runBinary(_ executable: String, _ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:],
+                   timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) throws -> CLIResult {
+        let running = try RunningCLI(arguments, environment: environment.merging(extra) { _, new in new }, executable: executable)
         running.send(stdin)
         return running.finish(timeout: timeout, sourceLocation: sourceLocation)
     }

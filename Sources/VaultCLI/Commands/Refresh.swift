@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultOAuth
 
 extension VaultCommand {
     /// `vault refresh`: one refresh now, through the stored client configuration.
@@ -28,10 +27,11 @@ extension VaultCommand {
                 throw VaultError(.notFound, "no OAuth client is configured",
                                  fix: "sign in with 'vault signin --device …' or store one with 'vault client …'")
             }
+            OAuthHelper.ensureLinked()
             let session = try OAuthSupport.session(options, leeway: nil)
             _ = await session.restore()
             let credentials = try await OAuthSupport.using(try stored.client(options)) { client in
-                try await session.refreshNow(client: client)
+                try await session.refreshNow(refresher: client.refresher)
             }
             ErrorReport.note("Refreshed: \(credentials)")
         }

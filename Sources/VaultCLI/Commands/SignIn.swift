@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultOAuth
 import FoundationEssentials
 
 extension VaultCommand {
@@ -60,6 +59,7 @@ extension VaultCommand {
                 throw UsageError("--device signs in the vault file's user; for a fleet session pipe the token response in")
             }
             if device {
+                OAuthHelper.ensureLinked()
                 let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID)
                 try await finish(user: user, credentials: credentials)
                 try client.save(options)

@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultOAuth
 
 extension VaultCommand {
     /// `vault signout`: back to guest; the user's credentials are removed from the vault.
@@ -31,15 +30,18 @@ extension VaultCommand {
                 let removed = try await fleet.signOut()
                 return ErrorReport.note(removed ? "Signed out the session '\(TerminalText.escaped(fleet.name))'." : "The session had no tokens.")
             }
+            // With a client stored, the tokens are revoked after the wipe: vault-oauth runs the command.
+            let stored = try? StoredClientConfiguration.load(options)
+            if stored != nil { OAuthHelper.ensureLinked() }
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
             let anonymousID = await session.anonymousID ?? ""
             ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
-            if let removed, let stored = try? StoredClientConfiguration.load(options) {
+            if let removed, let stored {
                 do {
                     let report = try await OAuthSupport.using(try stored.client(options)) { await $0.revokeAll(removed) }
-                    ErrorReport.note(report.succeeded ? "Server: \(report)." : "warning: \(report)")
+                    ErrorReport.note(report.succeeded ? "Server: \(report.summary)." : "warning: \(report.summary)")
                 } catch {
                     ErrorReport.note("warning: the tokens were not revoked at the server: \(TerminalText.escaped("\(error)"))")
                 }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultOAuth
 import FoundationEssentials
 
 extension VaultCommand {
@@ -40,12 +39,15 @@ extension VaultCommand {
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
             if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
+            // With a client stored, the token may need a refresh: vault-oauth runs the command.
+            let stored = try StoredClientConfiguration.load(options)
+            if stored != nil { OAuthHelper.ensureLinked() }
             let session = try OAuthSupport.session(options, leeway: leeway)
             let state = await session.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)
             }
-            if state.name != "unavailable", let stored = try StoredClientConfiguration.load(options) {
+            if state.name != "unavailable", let stored {
                 let credentials = try await OAuthSupport.using(try stored.client(options)) { client in
                     try await Self.fresh(session: session, state: state, stored: stored, client: client, minTTL: minTTL)
                 }
@@ -67,7 +69,7 @@ extension VaultCommand {
         /// Refreshes the user's session, or for a client_credentials client fetches a token
         /// for the client itself and keeps it as the session of user "client:ID".
         static func fresh(session: SessionManager, state: SessionState, stored: StoredClientConfiguration,
-                          client: OAuthClient, minTTL: Int64) async throws -> Credentials {
+                          client: any CommandOAuthClient, minTTL: Int64) async throws -> Credentials {
             if stored.grant == "client_credentials", state.user == nil || state.user?.id == "client:" + stored.clientID {
                 let credentials = try await client.clientCredentials()
                 try await session.signIn(user: User(id: "client:" + stored.clientID, signInMethod: "client_credentials",
@@ -77,7 +79,7 @@ extension VaultCommand {
             guard state.user != nil else {
                 throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in with 'vault signin'")
             }
-            return try await session.validCredentials(minTTL: .seconds(minTTL), client: client)
+            return try await session.validCredentials(minTTL: .seconds(minTTL), refresher: client.refresher)
         }
     }
 }

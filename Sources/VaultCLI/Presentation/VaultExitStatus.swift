@@ -1,7 +1,7 @@
 import CredentialVault
 /// The exit statuses of the `vault` command, after BSD `sysexits.h`: one table from
 /// `VaultError.Code` to status, shared by every command and documented in `vault --help`.
-enum VaultExitStatus {
+package enum VaultExitStatus {
     /// Success.
     static let success: Int32 = 0
     /// An unexpected error.
@@ -17,14 +17,14 @@ enum VaultExitStatus {
     /// An I/O error: disk full, standard output closed (`EX_IOERR`).
     static let ioError: Int32 = 74
     /// The authorization server could not be reached or failed transiently (`EX_UNAVAILABLE`); the session is kept.
-    static let serverUnavailable: Int32 = 69
+    package static let serverUnavailable: Int32 = 69
     /// Another process holds the vault lock past the timeout (`EX_TEMPFAIL`).
     static let busy: Int32 = 75
     /// The authorization server answered with an OAuth error response (`EX_PROTOCOL`), e.g. an
     /// `error` piped to `vault signin`, `invalid_client`, `access_denied`.
-    static let serverRefused: Int32 = 76
+    package static let serverRefused: Int32 = 76
     /// Wrong key, invalid key or insecure permissions (`EX_NOPERM`).
-    static let permission: Int32 = 77
+    package static let permission: Int32 = 77
 
     /// The one mapping from error code to exit status; codes not listed exit with 1.
     static let byCode: [VaultError.Code: Int32] = [

@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import CredentialVaultOAuth
 import FoundationEssentials
 
 /// The options that describe an OAuth client (`vault signin --device`, `vault client`).

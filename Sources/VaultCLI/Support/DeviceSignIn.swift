@@ -1,5 +1,4 @@
 import CredentialVault
-import CredentialVaultOAuth
 
 /// `vault signin --device`: the device authorization grant, with the user id from the server.
 enum DeviceSignIn {
@@ -9,14 +8,10 @@ enum DeviceSignIn {
                     userID: String?) async throws -> (String, Credentials, StoredClientConfiguration) {
         let stored = try clientOptions.stored()
         return try await OAuthSupport.using(try stored.client(options)) { client in
-            let authorization = try await client.startDeviceAuthorization()
-            var text = "To sign in, open \(authorization.verificationURI) and enter the code \(authorization.userCode)"
-            if let complete = authorization.verificationURIComplete { text += "\n(or open \(complete))" }
-            ErrorReport.note(text + "\nWaiting for approval…")
-            let credentials = try await client.pollDeviceAuthorization(authorization)
-            var subject = userID
-            if subject == nil { subject = try await client.subject(of: credentials) }
-            guard let subject else {
+            let (credentials, serverSubject) = try await client.signInWithDevice(lookingUpSubject: userID == nil) {
+                ErrorReport.note($0 + "\nWaiting for approval…")
+            }
+            guard let subject = userID ?? serverSubject else {
                 _ = await client.revokeAll(credentials)
                 throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; the tokens were revoked",
                                  hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")

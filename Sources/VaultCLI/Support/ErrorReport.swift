@@ -1,5 +1,4 @@
 import CredentialVault
-import CredentialVaultOAuth
 
 /// A mistake in how a command was called that shows only when it runs (exit 64).
 struct UsageError: Error, CustomStringConvertible {
@@ -33,11 +32,11 @@ enum ErrorReport {
         case let error as CommandNotStarted:
             show(error.description, hint: nil)
             return error.exitStatus
-        case let error as OAuthError:
-            show(error.description, hint: OAuthSupport.hint(for: error))
-            return OAuthSupport.exitStatus(for: error)
         default:
-            return nil
+            // The OAuth client's errors, when this executable links it (vault-oauth, vault-postgres).
+            guard let reported = OAuthHelper.report(error) else { return nil }
+            show(reported.message, hint: reported.hint)
+            return reported.exitStatus
         }
     }
 

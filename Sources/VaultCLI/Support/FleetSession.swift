@@ -1,5 +1,4 @@
 import CredentialVault
-import CredentialVaultOAuth
 import FoundationEssentials
 import VaultCrypto
 
@@ -89,7 +88,7 @@ struct FleetSession {
             if let stored = try? await StoredClientConfiguration.load(from: store) {
                 do {
                     let report = try await OAuthSupport.using(try await stored.client(secretFrom: store)) { await $0.revokeAll(removed) }
-                    ErrorReport.note(report.succeeded ? "Server: \(report)." : "warning: \(report)")
+                    ErrorReport.note(report.succeeded ? "Server: \(report.summary)." : "warning: \(report.summary)")
                 } catch {
                     ErrorReport.note("warning: the tokens were not revoked at the server: \(TerminalText.escaped("\(error)"))")
                 }

@@ -1,5 +1,4 @@
 import CredentialVault
-import CredentialVaultOAuth
 import FoundationEssentials
 import VaultCrypto
 
@@ -8,22 +7,22 @@ import VaultCrypto
 /// the vault as the entry `session.oauth-client-secret`. On a PostgreSQL store (shared by a fleet)
 /// there is no profile: the configuration is the entry `session.oauth-client` (its JSON, sealed like
 /// every entry) beside the secret's.
-struct StoredClientConfiguration: Equatable {
+package struct StoredClientConfiguration: Equatable, Sendable {
     static let profileKey = "oauthClient"
     static let secretEntry = "session.oauth-client-secret"
     static let fleetEntry = "session.oauth-client"
 
-    var issuer: String?
-    var clientID: String
+    package var issuer: String?
+    package var clientID: String
     /// "none", "client_secret_basic" or "client_secret_post".
-    var authMethod: String
+    package var authMethod: String
     /// "refresh_token" (a user signs in) or "client_credentials" (a daemon).
-    var grant: String
-    var scopes: [String]
-    var tokenEndpoint: String?
-    var revocationEndpoint: String?
-    var deviceEndpoint: String?
-    var caBundle: String?
+    package var grant: String
+    package var scopes: [String]
+    package var tokenEndpoint: String?
+    package var revocationEndpoint: String?
+    package var deviceEndpoint: String?
+    package var caBundle: String?
 
     var jsonValue: JSONValue {
         var object: [String: JSONValue] = ["clientId": .string(clientID), "authMethod": .string(authMethod),
@@ -92,74 +91,31 @@ struct StoredClientConfiguration: Equatable {
     }
 
     /// The client, with the secret from a fleet's store when the method needs one.
-    func client(secretFrom store: any SecretStorage) async throws -> OAuthClient {
-        let needsSecret = authMethod == "client_secret_basic" || authMethod == "client_secret_post"
-        return try client(secret: needsSecret ? try await store.readEntry(named: Self.secretEntry, owner: "").secret : nil)
+    func client(secretFrom store: any SecretStorage) async throws -> any CommandOAuthClient {
+        try client(secret: needsSecret ? try await store.readEntry(named: Self.secretEntry, owner: "").secret : nil)
     }
 
     /// The client, with the secret from the vault when the method needs one.
-    func client(_ options: VaultOptions) throws -> OAuthClient {
-        let needsSecret = authMethod == "client_secret_basic" || authMethod == "client_secret_post"
+    func client(_ options: VaultOptions) throws -> any CommandOAuthClient {
         guard needsSecret else { return try client(secret: nil) }
         let key = try KeySources.current(options, confirmNew: false)
         return try client(secret: try SecretStore.open(in: options.directory, key: key).secret(named: Self.secretEntry))
     }
 
-    /// The client, authenticated with `secret` when the method needs one.
-    func client(secret: SecureBytes?) throws -> OAuthClient {
-        func url(_ text: String?, _ what: String) throws -> URL? {
-            guard let text else { return nil }
-            guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
-                throw VaultError(.invalidInput, "the stored \(what) '\(text)' is not a URL", fix: "store the client again with 'vault client'")
-            }
-            return url
-        }
-        let authentication: ClientAuthentication
-        switch authMethod {
-        case "none":
-            authentication = .none
-        case "client_secret_basic", "client_secret_post":
-            guard let secret else {
-                throw VaultError(.notFound, "the stored client's secret is missing", fix: "store the client again with 'vault client'")
-            }
-            authentication = authMethod == "client_secret_basic" ? .clientSecretBasic(secret) : .clientSecretPost(secret)
-        default:
-            throw VaultError(.invalidInput, "the stored client authentication '\(authMethod)' is unknown",
-                             fix: "store the client again with 'vault client'")
-        }
-        return try OAuthClient(configuration: OAuthConfiguration(
-            issuer: try url(issuer, "issuer"),
-            endpoints: OAuthEndpoints(token: try url(tokenEndpoint, "token endpoint"),
-                                      revocation: try url(revocationEndpoint, "revocation endpoint"),
-                                      deviceAuthorization: try url(deviceEndpoint, "device endpoint")),
-            clientID: clientID, authentication: authentication, scopes: scopes, caBundlePath: caBundle))
+    /// The client, authenticated with `secret` when the method needs one (through `vault-oauth`'s
+    /// OAuth support; `OAuthHelper.ensureLinked()` has handed the command over before this).
+    func client(secret: SecureBytes?) throws -> any CommandOAuthClient {
+        try OAuthHelper.required().client(for: self, secret: secret)
     }
+
+    /// Whether the authentication method sends a client secret.
+    package var needsSecret: Bool { authMethod == "client_secret_basic" || authMethod == "client_secret_post" }
 }
 
-/// How the CLI reports `OAuthError`s.
+/// The OAuth client's use by the commands.
 enum OAuthSupport {
-    /// 69 for transient failures (the session is kept), 77 for a dead grant, 76 for the rest.
-    static func exitStatus(for error: OAuthError) -> Int32 {
-        switch error.kind {
-        case .transient: VaultExitStatus.serverUnavailable
-        case .invalidGrant: VaultExitStatus.permission
-        case .configuration, .accessDenied, .expiredToken, .insecureEndpoint: VaultExitStatus.serverRefused
-        }
-    }
-
-    static func hint(for error: OAuthError) -> String? {
-        switch error.kind {
-        case .transient: "nothing changed and the session is kept; try again later"
-        case .invalidGrant: "sign in again"
-        case .configuration: "check the client id, secret and endpoints ('vault client')"
-        case .accessDenied: "the sign-in was declined at the verification page"
-        case .expiredToken: "the code expired; run 'vault signin --device' again"
-        case .insecureEndpoint: "use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
-        }
-    }
-
     /// Runs `body` with `client`, then shuts the client down whatever happened.
-    static func using<T>(_ client: OAuthClient, _ body: (OAuthClient) async throws -> T) async throws -> T {
+    static func using<T>(_ client: any CommandOAuthClient, _ body: (any CommandOAuthClient) async throws -> T) async throws -> T {
         do {
             let result = try await body(client)
             try? await client.shutdown()

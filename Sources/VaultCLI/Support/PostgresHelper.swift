@@ -1,5 +1,4 @@
 import CredentialVault
-import Glibc
 import Synchronization
 import VaultCrypto
 
@@ -32,10 +31,11 @@ package protocol FleetSessionStore: SecretStorage {
 }
 
 /// Hands a command line that names a PostgreSQL store to `vault-postgres`, the same commands
-/// linked with the PostgreSQL store, found next to this executable or in `../lib/vault/`.
+/// linked with the PostgreSQL store (`HelperExecutable`).
 enum PostgresHelper {
-    /// The helper's file name.
-    static let executableName = "vault-postgres"
+    /// The helper executable.
+    static let executable = HelperExecutable(name: "vault-postgres", purpose: "a PostgreSQL store",
+                                             fix: "install it (scripts/install --with-postgres), or use the vault file")
 
     /// The PostgreSQL support of this executable: set by `vault-postgres` before parsing, nil in `vault`.
     static let support = Mutex<(any PostgresCommandSupport)?>(nil)
@@ -43,7 +43,7 @@ enum PostgresHelper {
     /// The support, or an error naming the missing helper.
     static func required() throws -> any PostgresCommandSupport {
         if let support = support.withLock({ $0 }) { return support }
-        throw missingHelper()
+        throw executable.missing()
     }
 
     /// True when the command line or `VAULT_STORE` names a PostgreSQL store: any argument before
@@ -58,31 +58,5 @@ enum PostgresHelper {
             if argument.hasPrefix("--"), let equals = text.firstIndex(of: "="), isURL(text[text.index(after: equals)...]) { return true }
         }
         return KeySources.environmentValue("VAULT_STORE").map { isURL(Substring($0)) } ?? false
-    }
-
-    /// Replaces this process with the helper, same arguments (argv[0] included) and environment,
-    /// before anything was read or changed. Exits 66 when the helper is not installed.
-    static func execute() -> Never {
-        for path in candidates() where access(path, X_OK) == 0 {
-            _ = execv(path, CommandLine.unsafeArgv)
-        }
-        let status = ErrorReport.report(missingHelper()) ?? VaultExitStatus.notFound
-        exit(status)
-    }
-
-    /// Next to this executable, then `../lib/vault/` (where scripts/install puts it).
-    static func candidates() -> [String] {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, Int(PATH_MAX))
-        guard length > 0 else { return [] }
-        let executable = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = executable.lastIndex(of: "/") else { return [] }
-        let directory = String(executable[..<slash])
-        return [PathText.joining(directory, executableName), PathText.joining(directory, "../lib/vault/" + executableName)]
-    }
-
-    static func missingHelper() -> VaultError {
-        VaultError(.notFound, "a PostgreSQL store needs \(executableName), which is not installed beside this vault",
-                   path: candidates().first, fix: "install it (scripts/install --with-postgres), or use the vault file")
     }
 }

@@ -1,0 +1,100 @@
+import CredentialVault
+import CredentialVaultOAuth
+import FoundationEssentials
+import VaultCLI
+import VaultCrypto
+
+/// The OAuth client (`CredentialVaultOAuth`) as the command line uses it: linked into
+/// `vault-oauth` and `vault-postgres`, never into `vault` (docs/ARCHITECTURE.md, "Helper executables").
+package struct OAuthCommands: OAuthCommandSupport {
+    /// The OAuth support.
+    package init() {}
+
+    package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?) throws -> any CommandOAuthClient {
+        func url(_ text: String?, _ what: String) throws -> URL? {
+            guard let text else { return nil }
+            guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
+                throw VaultError(.invalidInput, "the stored \(what) '\(text)' is not a URL", fix: "store the client again with 'vault client'")
+            }
+            return url
+        }
+        let authentication: ClientAuthentication
+        switch configuration.authMethod {
+        case "none":
+            authentication = .none
+        case "client_secret_basic", "client_secret_post":
+            guard let secret else {
+                throw VaultError(.notFound, "the stored client's secret is missing", fix: "store the client again with 'vault client'")
+            }
+            authentication = configuration.authMethod == "client_secret_basic" ? .clientSecretBasic(secret) : .clientSecretPost(secret)
+        default:
+            throw VaultError(.invalidInput, "the stored client authentication '\(configuration.authMethod)' is unknown",
+                             fix: "store the client again with 'vault client'")
+        }
+        return CommandClient(client: try OAuthClient(configuration: OAuthConfiguration(
+            issuer: try url(configuration.issuer, "issuer"),
+            endpoints: OAuthEndpoints(token: try url(configuration.tokenEndpoint, "token endpoint"),
+                                      revocation: try url(configuration.revocationEndpoint, "revocation endpoint"),
+                                      deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint")),
+            clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
+            caBundlePath: configuration.caBundle)))
+    }
+
+    /// 69 for transient failures (the session is kept), 77 for a dead grant, 76 for the rest.
+    package func report(_ error: any Error) -> ReportedError? {
+        guard let error = error as? OAuthError else { return nil }
+        return ReportedError(message: error.description, hint: Self.hint(for: error), exitStatus: Self.exitStatus(for: error))
+    }
+
+    static func exitStatus(for error: OAuthError) -> Int32 {
+        switch error.kind {
+        case .transient: VaultExitStatus.serverUnavailable
+        case .invalidGrant: VaultExitStatus.permission
+        case .configuration, .accessDenied, .expiredToken, .insecureEndpoint: VaultExitStatus.serverRefused
+        }
+    }
+
+    static func hint(for error: OAuthError) -> String? {
+        switch error.kind {
+        case .transient: "nothing changed and the session is kept; try again later"
+        case .invalidGrant: "sign in again"
+        case .configuration: "check the client id, secret and endpoints ('vault client')"
+        case .accessDenied: "the sign-in was declined at the verification page"
+        case .expiredToken: "the code expired; run 'vault signin --device' again"
+        case .insecureEndpoint: "use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+        }
+    }
+}
+
+/// `OAuthClient` behind the commands' `CommandOAuthClient`.
+struct CommandClient: CommandOAuthClient {
+    let client: OAuthClient
+
+    func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
+        try await client.refresh(refreshToken)
+    }
+
+    var refresher: TokenRefresher { client.refresher }
+
+    func clientCredentials() async throws -> Credentials {
+        try await client.clientCredentials()
+    }
+
+    func signInWithDevice(lookingUpSubject: Bool, show: (String) -> Void) async throws -> (credentials: Credentials, subject: String?) {
+        let authorization = try await client.startDeviceAuthorization()
+        var text = "To sign in, open \(authorization.verificationURI) and enter the code \(authorization.userCode)"
+        if let complete = authorization.verificationURIComplete { text += "\n(or open \(complete))" }
+        show(text)
+        let credentials = try await client.pollDeviceAuthorization(authorization)
+        return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
+    }
+
+    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String) {
+        let report = await client.revokeAll(credentials)
+        return (report.succeeded, report.description)
+    }
+
+    func shutdown() async throws {
+        try await client.shutdown()
+    }
+}

@@ -183,6 +183,11 @@ int vault_constant_time_compare(const uint8_t *a, const uint8_t *b, size_t lengt
     return CRYPTO_memcmp(a, b, length);
 }
 
+int vault_crypto_init_for_command(void) {
+    uint64_t options = OPENSSL_INIT_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS;
+    return OPENSSL_init_crypto(options, NULL) == 1 ? VAULT_SHIM_OK : VAULT_SHIM_ERROR;
+}
+
 int vault_disable_core_dumps(void) {
     int result = 0;
     struct rlimit none = {0, 0};

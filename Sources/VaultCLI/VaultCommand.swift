@@ -76,10 +76,14 @@ struct VaultCommand: AsyncParsableCommand {
         }
         prepareProcess()
         if let helper = CredentialHelperDispatch.helper(invokedAs: CommandLine.arguments.first ?? "") {
+            CryptoLibrary.initializeForCommandLine()
             terminate(helper(Array(CommandLine.arguments.dropFirst())))
         }
         do {
             var command = try FastParse.parse()
+            // The process's first libcrypto call, once the command is known (so `--version` and
+            // help never load OpenSSL): openssl.cnf is honoured, its error texts are not loaded.
+            CryptoLibrary.initializeForCommandLine()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

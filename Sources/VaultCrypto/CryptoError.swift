@@ -39,6 +39,13 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func invalidInputSize(what: String, actual: Int) -> CryptoError {
         CryptoError(.invalidInputSize(what: what, actual: actual))
     }
+    /// True for a failure inside libcrypto (with OpenSSL's error codes): usually the system's
+    /// OpenSSL configuration refusing an algorithm (a provider or FIPS policy), or no memory.
+    public var isLibraryFailure: Bool {
+        if case .openSSL = kind { return true }
+        return false
+    }
+
     /// A KDF parameter was outside the bounds that the caller allowed; nothing was computed.
     public static func parameterOutOfBounds(_ parameter: String, _ detail: String) -> CryptoError {
         CryptoError(.parameterOutOfBounds(parameter: parameter, detail: detail))

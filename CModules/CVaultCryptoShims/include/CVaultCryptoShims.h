@@ -60,4 +60,11 @@ int vault_constant_time_compare(const uint8_t *a, const uint8_t *b, size_t lengt
 /// Returns 0 on success, -1 when either call failed.
 int vault_disable_core_dumps(void);
 
+/// Initialises libcrypto for a short-lived command: the system configuration (openssl.cnf:
+/// providers, FIPS, default properties) is loaded as usual, but libcrypto's error strings are
+/// not (about 1 M instructions per process); OpenSSL errors then carry their codes
+/// ("error:1C800066:lib(56)::reason(102)"), which `openssl errstr` turns into text. Must be the
+/// process's first libcrypto call. Returns VAULT_SHIM_OK, or VAULT_SHIM_ERROR.
+int vault_crypto_init_for_command(void);
+
 #endif

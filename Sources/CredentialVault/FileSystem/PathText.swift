@@ -26,7 +26,7 @@ package enum PathText {
     /// The user's home folder: `$HOME` when set and not empty (as `NSHomeDirectory()` does),
     /// else the password database's entry for this user; nil when neither is known.
     /// - Parameter environment: the process environment.
-    package static func homeDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    package static func homeDirectory(environment: [String: String] = ProcessEnvironment.values("HOME")) -> String? {
         if let home = environment["HOME"], !home.isEmpty { return home }
         guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return nil }
         let home = String(cString: directory)
@@ -34,7 +34,7 @@ package enum PathText {
     }
 
     /// The folder for temporary files: `$TMPDIR` when set and absolute, else /tmp.
-    package static func temporaryDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func temporaryDirectory(environment: [String: String] = ProcessEnvironment.values("TMPDIR")) -> String {
         if let temporary = environment["TMPDIR"], temporary.hasPrefix("/") { return temporary }
         return "/tmp"
     }

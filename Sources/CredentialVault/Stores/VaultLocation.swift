@@ -8,7 +8,7 @@ public enum VaultLocation {
     /// XDG Base Directory specification asks.
     /// - Parameter environment: the process environment.
     /// - Returns: the directory path.
-    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func defaultDirectory(environment: [String: String] = ProcessEnvironment.values("VAULT_DIR", "XDG_DATA_HOME", "HOME")) -> String {
         if let directory = environment["VAULT_DIR"], !directory.isEmpty { return directory }
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
             return PathText.joining(data, "vault")

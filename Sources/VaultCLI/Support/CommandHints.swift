@@ -3,6 +3,10 @@ import CredentialVault
 /// The `vault` command's own hints: the library's errors say what to do in words that name
 /// no command or flag; where the fix is a `vault` command or option, the CLI says which.
 enum CommandHints {
+    /// Under a failure inside libcrypto (`CryptoError.isLibraryFailure`).
+    static let openSSLFailure = "check the OpenSSL configuration (OPENSSL_CONF, /etc/ssl/openssl.cnf): a provider or FIPS policy may refuse "
+        + "an algorithm vault needs (AES-256-GCM, SHA-256, HMAC, HKDF, scrypt); 'openssl errstr CODE' explains an error code"
+
     /// The hint to print under `error`: the command-line one for its topic, else the library's fix.
     static func hint(for error: VaultError) -> String? {
         switch error.topic {

@@ -1,4 +1,5 @@
 import CredentialVault
+import VaultCrypto
 
 /// A mistake in how a command was called that shows only when it runs (exit 64).
 struct UsageError: Error, CustomStringConvertible {
@@ -29,6 +30,10 @@ enum ErrorReport {
         case let error as UsageError:
             show(error.message, hint: error.hint)
             return VaultExitStatus.usage
+        case let error as CryptoError:
+            // Wrong keys and tampering arrive as VaultError; this is libcrypto itself failing.
+            show(error.description, hint: error.isLibraryFailure ? CommandHints.openSSLFailure : nil)
+            return VaultExitStatus.unexpected
         case let error as CommandNotStarted:
             show(error.description, hint: nil)
             return error.exitStatus

@@ -15,6 +15,11 @@ enum OpenSSLBackend {
         return String(cString: text)
     }
 
+    /// `vault_crypto_init_for_command`: configuration loaded, error texts not (`CryptoLibrary`).
+    static func initializeForCommandLine() -> Bool {
+        vault_crypto_init_for_command() == VAULT_SHIM_OK
+    }
+
     /// Reads and clears OpenSSL's error queue (`ERR_get_error`, `ERR_error_string_n`).
     static func drainErrors(operation: String) -> CryptoError {
         var messages: [String] = []

@@ -13,7 +13,7 @@ public enum RollbackMemory: Sendable, Equatable {
 
     /// The directory the records live in, or nil when disabled (or no home directory is known).
     /// - Parameter environment: the process environment.
-    public func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    public func directory(environment: [String: String] = ProcessEnvironment.values("XDG_STATE_HOME", "HOME")) -> String? {
         switch self {
         case .disabled: return nil
         case let .directory(path): return path

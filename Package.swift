@@ -82,7 +82,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The commands, shared by the two executables below.
+        // The commands, shared by the three executables below.
         .target(
             name: "VaultCLI",
             dependencies: [

@@ -68,6 +68,7 @@ struct VaultCommand: AsyncParsableCommand {
     /// the OAuth client, a command that will call a server is handed to `vault-oauth` when it starts
     /// (`OAuthHelper.ensureLinked()`).
     static func main(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?) async {
+        HelperExecutable.takeHandOverMarker()
         OAuthHelper.support.withLock { $0 = oauth }
         if let postgres {
             PostgresHelper.support.withLock { $0 = postgres }

@@ -1,5 +1,5 @@
 // `vault-postgres`: the `vault` command linked with the PostgreSQL store and the OAuth client. `vault` hands it any
-// command line that names a postgres:// store (docs/ARCHITECTURE.md, "Two executables").
+// command line that names a postgres:// store (docs/ARCHITECTURE.md, "Helper executables").
 import CredentialVault
 import CredentialVaultPostgres
 import VaultCLI

@@ -68,4 +68,72 @@ import Testing
                                             environment: key, timeout: 60)
         #expect(reached.status == 69, "\(reached.stderrText)")
     }
+
+    /// A sandbox with a signed-in user (token valid for an hour, with a refresh token) and an OAuth
+    /// client stored whose server is not there (127.0.0.1:9 refuses connections).
+    static func signedInWithClient(_ sandbox: CLISandbox, key: [String: String]) throws {
+        let response = #"{"access_token":"at-1","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-1"}"#
+        let signedIn = try sandbox.run(["signin", "--user-id", "u1"], stdin: Data(response.utf8), environment: key)
+        #expect(signedIn.status == 0, "\(signedIn.stderrText)")
+        let client = try sandbox.run(["client", "--issuer", "http://127.0.0.1:9", "--client-id", "app"], environment: key)
+        #expect(client.status == 0, "\(client.stderrText)")
+    }
+
+    /// `vault` alone in a folder of its own, as an install without its helpers.
+    static func vaultAlone(in sandbox: CLISandbox) throws -> String {
+        try FileManager.default.createDirectory(atPath: sandbox.path("bin"), withIntermediateDirectories: true)
+        let alone = sandbox.path("bin/vault")
+        try FileManager.default.copyItem(atPath: try CLIBinary.path(), toPath: alone)
+        return alone
+    }
+
+    /// VAULT_PASSPHRASE is taken out of the environment at start-up; a command handed to
+    /// vault-oauth must still open the vault with it (the helper gets the environment back).
+    @Test func aPassphraseFromTheEnvironmentReachesTheOAuthHelper() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let passphrase = ["VAULT_PASSPHRASE": "correct horse battery staple"]
+        #expect(try sandbox.run(["init"], environment: passphrase).status == 0)
+        try Self.signedInWithClient(sandbox, key: passphrase)
+        // A valid token: printed by vault itself.
+        let valid = try sandbox.run(["token"], environment: passphrase)
+        #expect(valid.status == 0, "\(valid.stderrText)")
+        #expect(valid.stdoutText == "at-1")
+        // Not valid for two hours: a refresh, in vault-oauth, which opens the vault with the
+        // passphrase and then finds no server (69). Without the passphrase it would be 64 (no key).
+        let refreshed = try sandbox.run(["token", "--min-ttl", "2h"], environment: passphrase, timeout: 60)
+        #expect(refreshed.status == 69, "\(refreshed.stderrText)")
+        #expect(refreshed.stdout.isEmpty)
+    }
+
+    @Test func withoutTheHelperAValidTokenIsPrintedAndSignOutStillWipes() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        try Self.signedInWithClient(sandbox, key: key)
+        let alone = try Self.vaultAlone(in: sandbox)
+        let valid = try sandbox.runBinary(alone, ["token"], environment: key)
+        #expect(valid.status == 0, "\(valid.stderrText)")
+        #expect(valid.stdoutText == "at-1")
+        let needsRefresh = try sandbox.runBinary(alone, ["token", "--min-ttl", "2h"], environment: key)
+        #expect(needsRefresh.status == 66)
+        #expect(needsRefresh.stderrText.contains("needs vault-oauth"))
+        let signedOut = try sandbox.runBinary(alone, ["signout"], environment: key)
+        #expect(signedOut.status == 0, "\(signedOut.stderrText)")
+        #expect(signedOut.stderrText.contains("not revoked"))
+        #expect(signedOut.stderrText.contains("vault-oauth"))
+        let status = try sandbox.runBinary(alone, ["status", "--json"], environment: key)
+        #expect(status.stdoutText.contains("\"guest\""), "\(status.stdoutText)")
+    }
+
+    /// A copy of vault installed as vault-oauth would hand the command on for ever; it stops.
+    @Test func aHelperThatIsNotTheHelperDoesNotLoop() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let alone = try Self.vaultAlone(in: sandbox)
+        try FileManager.default.copyItem(atPath: alone, toPath: sandbox.path("bin/vault-oauth"))
+        let result = try sandbox.runBinary(alone, ["signin", "--device", "--issuer", "http://127.0.0.1:9", "--client-id", "app"],
+                                           environment: key, timeout: 30)
+        #expect(result.status == 66)
+        #expect(result.stderrText.contains("vault-oauth handed the command back"), "\(result.stderrText)")
+    }
 }

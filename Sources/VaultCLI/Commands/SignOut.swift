@@ -30,9 +30,10 @@ extension VaultCommand {
                 let removed = try await fleet.signOut()
                 return ErrorReport.note(removed ? "Signed out the session '\(TerminalText.escaped(fleet.name))'." : "The session had no tokens.")
             }
-            // With a client stored, the tokens are revoked after the wipe: vault-oauth runs the command.
+            // With a client stored, the tokens are revoked after the wipe: vault-oauth runs the
+            // command. Without it installed the wipe still happens, and the revocation is reported failed.
             let stored = try? StoredClientConfiguration.load(options)
-            if stored != nil { OAuthHelper.ensureLinked() }
+            if stored != nil { OAuthHelper.handOverIfInstalled() }
             let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)

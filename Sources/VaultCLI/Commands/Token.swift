@@ -39,15 +39,20 @@ extension VaultCommand {
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
             if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
-            // With a client stored, the token may need a refresh: vault-oauth runs the command.
+            // With a client stored, the token may need a refresh, which vault-oauth makes. A valid
+            // token is still printed here when the key comes from a source the helper can read
+            // again (a file, VAULT_PASSPHRASE); a passphrase typed on the terminal is asked for
+            // once, in the helper.
             let stored = try StoredClientConfiguration.load(options)
-            if stored != nil { OAuthHelper.ensureLinked() }
+            if stored != nil, !KeySources.isRereadable(options) { OAuthHelper.ensureLinked() }
             let session = try OAuthSupport.session(options, leeway: leeway)
             let state = await session.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)
             }
             if state.name != "unavailable", let stored {
+                // Nothing was written or consumed (peek reads only): the helper starts over.
+                OAuthHelper.ensureLinked()
                 let credentials = try await OAuthSupport.using(try stored.client(options)) { client in
                     try await Self.fresh(session: session, state: state, stored: stored, client: client, minTTL: minTTL)
                 }

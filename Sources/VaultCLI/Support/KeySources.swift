@@ -68,6 +68,19 @@ enum KeySources {
         return .passphrase(first)
     }
 
+    /// True when the key `current` would take can be read again by another process without
+    /// asking anyone: a regular key or passphrase file, or `VAULT_PASSPHRASE` (put back into the
+    /// environment of a helper executable). False for the terminal prompt, no source at all, and
+    /// a file that is not a regular file (a pipe can be read once).
+    static func isRereadable(_ options: VaultOptions) -> Bool {
+        func isRegularFile(_ path: String) -> Bool {
+            var status = stat()
+            return stat(PathText.expandingTilde(path), &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+        }
+        if let path = options.keyFile ?? options.passphraseFile ?? environmentValue("VAULT_KEY_FILE") { return isRegularFile(path) }
+        return environmentSecret("VAULT_PASSPHRASE") != nil
+    }
+
     /// A non-empty environment variable (not a secret: a path), read with `getenv(3)` so that
     /// the environment is not copied into `String`s.
     static func environmentValue(_ name: String) -> String? {

@@ -61,11 +61,21 @@ enum OAuthHelper {
     /// The OAuth support of this executable: set by `vault-oauth` and `vault-postgres`, nil in `vault`.
     static let support = Mutex<(any OAuthCommandSupport)?>(nil)
 
+    /// True in the executables that link the OAuth client.
+    static var isLinked: Bool { support.withLock { $0 } != nil }
+
     /// Returns when this executable links the OAuth client; otherwise replaces the process with
-    /// `vault-oauth` (same arguments and environment). Called at the start of a command's `run()`,
-    /// before it reads a key, standard input or the vault, so the helper starts from scratch.
+    /// `vault-oauth` (same arguments and environment), or exits 66 when it is not installed.
+    /// Called in a command's `run()` before it reads standard input, asks for a key or writes,
+    /// so the helper starts from scratch.
     static func ensureLinked() {
-        if support.withLock({ $0 }) == nil { executable.execute() }
+        if !isLinked { executable.execute() }
+    }
+
+    /// As `ensureLinked()`, but returns when `vault-oauth` is not installed: for a command that
+    /// can do its local part without the server (`signout` wipes, and reports the tokens unrevoked).
+    static func handOverIfInstalled() {
+        if !isLinked { executable.executeIfInstalled() }
     }
 
     /// The support, or an error naming the missing helper.

@@ -40,6 +40,25 @@ enum PassphraseEnvironment {
         }
     }
 
+    /// Puts the variables taken back into the environment, right before this process is replaced
+    /// by a helper executable (`HelperExecutable.execute`): the helper gets the environment this
+    /// process was started with, and takes them out again first thing. `capture()` takes them
+    /// out again if the handover fails.
+    static func restoreForHandOver() {
+        for (name, value) in taken.withLock({ $0 }) {
+            var text = [UInt8](repeating: 0, count: value.count + 1)
+            value.withUnsafeBytes { bytes in
+                for (index, byte) in bytes.enumerated() { text[index] = byte }
+            }
+            text.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { characters in
+                    if let start = characters.baseAddress { _ = setenv(name, start, 1) }
+                }
+            }
+            SecureWipe.wipe(&text)
+        }
+    }
+
     /// The non-empty value `name` had at start-up.
     static func value(_ name: String) -> SecureBytes? {
         taken.withLock { $0[name] }

@@ -41,16 +41,16 @@ extension VaultCommand {
             if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
             // With a client stored, the token may need a refresh, which vault-oauth makes. A valid
             // token is still printed here when the key comes from a source the helper can read
-            // again (a file, VAULT_PASSPHRASE); a passphrase typed on the terminal is asked for
-            // once, in the helper.
-            let stored = try StoredClientConfiguration.load(options)
-            if stored != nil, !KeySources.isRereadable(options) { OAuthHelper.ensureLinked() }
+            // again (a file, VAULT_PASSPHRASE), without reading the profile; a passphrase typed on
+            // the terminal is asked for once, in the helper.
+            let early = KeySources.isRereadable(options) ? nil : try StoredClientConfiguration.load(options)
+            if early != nil { OAuthHelper.ensureLinked() }
             let session = try OAuthSupport.session(options, leeway: leeway)
             let state = await session.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)
             }
-            if state.name != "unavailable", let stored {
+            if state.name != "unavailable", let stored = try early ?? StoredClientConfiguration.load(options) {
                 // Nothing was written or consumed (peek reads only): the helper starts over.
                 OAuthHelper.ensureLinked()
                 let credentials = try await OAuthSupport.using(try stored.client(options)) { client in

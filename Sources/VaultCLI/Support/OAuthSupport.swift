@@ -109,7 +109,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
     }
 
     /// Whether the authentication method sends a client secret.
-    package var needsSecret: Bool { authMethod == "client_secret_basic" || authMethod == "client_secret_post" }
+    var needsSecret: Bool { authMethod == "client_secret_basic" || authMethod == "client_secret_post" }
 }
 
 /// The OAuth client's use by the commands.

@@ -66,6 +66,7 @@ let package = Package(
                 "CredentialVault",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -98,19 +99,24 @@ let package = Package(
         .executableTarget(name: "VaultOAuthMain", dependencies: ["VaultCLI", "VaultOAuthCLI"]),
         // `vault-postgres`: the same commands with the OAuth client and the PostgreSQL store.
         .executableTarget(name: "VaultPostgresMain", dependencies: ["VaultCLI", "VaultOAuthCLI", "CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]),
+        // Test workers: programs the tests start as other processes (Tests/Workers, not products).
+        // Opens, writes and locks a vault from another process (the concurrency and crash tests).
         .executableTarget(
             name: "VaultTestWorker",
-            dependencies: ["CredentialVault", "VaultCrypto"]
+            dependencies: ["CredentialVault", "VaultCrypto"],
+            path: "Tests/Workers/VaultTestWorker"
         ),
         // Refreshes a session through the OAuth client from another process (the OAuth tests).
         .executableTarget(
             name: "VaultOAuthTestWorker",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
+            path: "Tests/Workers/VaultOAuthTestWorker"
         ),
         // Stands for one replica of a server app in the fleet refresh test (PostgreSQL + OAuth).
         .executableTarget(
             name: "VaultPostgresTestWorker",
-            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]
+            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
+            path: "Tests/Workers/VaultPostgresTestWorker"
         ),
         // The PostgreSQL store's latency and throughput next to a bare SELECT (scripts/bench-postgres).
         .executableTarget(

@@ -171,22 +171,18 @@ public final class OAuthClient: Sendable {
     }
 
     /// Transport failures are transient. The flag says whether the request surely never
-    /// reached the server (so even a refresh may be sent again).
+    /// reached the server (so even a refresh may be sent again). Matched on the HTTP client's
+    /// error values (`HTTPClientError`, NIO's connection and I/O errors), never on their text.
     static func classify(transportError error: any Error, endpoint: String) -> (OAuthError, beforeSending: Bool) {
-        let text = String(describing: error)
-        let lowered = text.lowercased()
-        let afterSending = lowered.contains("deadlineexceeded") || lowered.contains("readtimeout")
-            || lowered.contains("remoteconnectionclosed") || lowered.contains("responsebodytoolong")
-            || lowered.contains("bodylengthmismatch")
-        let detail: String
-        if lowered.contains("deadlineexceeded") || lowered.contains("timeout") {
-            detail = "no answer within the deadline (\(ServerText.sanitized(text)))"
-        } else if lowered.contains("refused") || lowered.contains("connect") {
-            detail = "could not connect (\(ServerText.sanitized(text)))"
-        } else {
-            detail = "the exchange failed (\(ServerText.sanitized(text)))"
+        let text = ServerText.sanitized(String(describing: error))
+        func failure(_ detail: String) -> OAuthError { OAuthError(.transient, endpoint: endpoint, detail: "\(detail) (\(text))") }
+        switch TransportFailure(error) {
+        case .noAnswerInTime: return (failure("no answer within the deadline"), false)
+        case .connectTimeout: return (failure("could not connect within the deadline"), true)
+        case .couldNotConnect: return (failure("could not connect"), true)
+        case .brokenExchange: return (failure("the exchange failed"), false)
+        case .other: return (failure("the exchange failed"), true)
         }
-        return (OAuthError(.transient, endpoint: endpoint, detail: detail), !afterSending)
     }
 
     /// Reads a token endpoint's 2xx body; a body that is not a token response is transient.

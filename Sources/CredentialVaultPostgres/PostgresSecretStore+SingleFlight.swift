@@ -1,4 +1,5 @@
 import CredentialVault
+import Synchronization
 import FoundationEssentials
 import NIOCore
 import PostgresNIO
@@ -31,29 +32,55 @@ extension PostgresSecretStore {
     ///   token needs a refresh and there is no refresh token; the refresher's error; `.serverUnavailable`.
     public func validCredentials(session: String, minTTL: Duration = .zero,
                                  refresher: @escaping @Sendable (SecureBytes) async throws -> Credentials) async throws -> Credentials {
+        let minimumSeconds = Double(minTTL.components.seconds) + Double(minTTL.components.attoseconds) / 1e18
+        let clock = options.clock
+        return try await validCredentials(session: session, isValid: { credentials in
+            guard let expiresAt = credentials.expiresAt else { return true }
+            return expiresAt.timeIntervalSince(clock()) >= minimumSeconds
+        }, refresher: refresher)
+    }
+
+    /// `validCredentials(session:minTTL:refresher:)` with the caller's expiry rule: a
+    /// `SessionManager` over this store passes its own (leeway, injected clock).
+    package func validCredentials(session: String, isValid: @escaping @Sendable (Credentials) -> Bool,
+                                  refresher: @escaping @Sendable (SecureBytes) async throws -> Credentials) async throws -> Credentials {
         let client = self.client
         let logger = options.logger
         let lockKey = try Self.advisoryLockKey(try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys))
-        let minimumSeconds = Double(minTTL.components.seconds) + Double(minTTL.components.attoseconds) / 1e18
-        let clock = options.clock
         // The refresh itself may take as long as the refresher's own retries: the whole
         // transaction gets the operation timeout plus a generous allowance for it.
-        let (credentials, newState) = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout * 7) {
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-                let current = try await self.readCredentials(session: session, on: connection)
-                if let expiresAt = current.expiresAt, expiresAt.timeIntervalSince(clock()) < minimumSeconds {
-                    guard let refreshToken = current.refreshToken else {
-                        throw VaultError(.sessionExpired, "the access token has expired and there is no refresh token")
+        // The refresher's own error (an OAuth error, `invalid_grant`) reaches the caller as it was
+        // thrown, not as a database failure.
+        let refresherFailure = Mutex<(any Error)?>(nil)
+        let outcome: (Credentials, PostgresVaultState?)
+        do {
+            outcome = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout * 7) {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                    let current = try await self.readCredentials(session: session, on: connection)
+                    if !isValid(current) {
+                        guard let refreshToken = current.refreshToken else {
+                            throw VaultError(.sessionExpired, "the access token has expired and there is no refresh token")
+                        }
+                        var fresh: Credentials
+                        do {
+                            fresh = try await refresher(refreshToken)
+                        } catch {
+                            refresherFailure.withLock { $0 = error }
+                            throw error
+                        }
+                        if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
+                        let (state, _) = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
+                        return (fresh, Optional(state))
                     }
-                    var fresh = try await refresher(refreshToken)
-                    if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
-                    let (state, _) = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
-                    return (fresh, Optional(state))
+                    return (current, PostgresVaultState?.none)
                 }
-                return (current, PostgresVaultState?.none)
             }
+        } catch {
+            if let failure = refresherFailure.withLock({ $0 }) { throw failure }
+            throw error
         }
+        let (credentials, newState) = outcome
         if let newState { _ = try observe(newState) }
         return credentials
     }
@@ -136,3 +163,6 @@ extension PostgresSecretStore {
         return removed
     }
 }
+
+/// Its sessions are fleet sessions: `SessionManager(fleet:session:)` works over it.
+extension PostgresSecretStore: FleetSessionStore {}

@@ -1,6 +1,10 @@
 import CredentialVault
 import FoundationEssentials
+#if canImport(Glibc)
 import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 import VaultCrypto
 
 /// Where a PostgreSQL-backed vault lives and how to reach it.

@@ -20,16 +20,13 @@ package struct OAuthCommands: OAuthCommandSupport {
         }
         let authentication: ClientAuthentication
         switch configuration.authMethod {
-        case "none":
+        case .none:
             authentication = .none
-        case "client_secret_basic", "client_secret_post":
+        case .clientSecretBasic, .clientSecretPost:
             guard let secret else {
                 throw VaultError(.notFound, "the stored client's secret is missing", fix: "store the client again with 'vault client'")
             }
-            authentication = configuration.authMethod == "client_secret_basic" ? .clientSecretBasic(secret) : .clientSecretPost(secret)
-        default:
-            throw VaultError(.invalidInput, "the stored client authentication '\(configuration.authMethod)' is unknown",
-                             fix: "store the client again with 'vault client'")
+            authentication = configuration.authMethod == .clientSecretBasic ? .clientSecretBasic(secret) : .clientSecretPost(secret)
         }
         return CommandClient(client: try OAuthClient(configuration: OAuthConfiguration(
             issuer: try url(configuration.issuer, "issuer"),

@@ -24,7 +24,4 @@ struct PostgresStores: PostgresCommandSupport {
     }
 }
 
-/// The PostgreSQL store's fleet sessions, as the command line uses them.
-extension PostgresSecretStore: FleetSessionStore {}
-
 await VaultEntryPoint.run(postgres: PostgresStores(), oauth: OAuthCommands())

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VaultCLI
 
-/// The parse without the argument parser's completion-script probe (`FastParse`): used only when
+/// The parse without the argument parser's completion-script probe (`CommandParser`): used only when
 /// nothing on the command line can ask the parser for help, the version or a completion script,
 /// and every failure is parsed again the standard way, so what the parser prints is unchanged.
 @Suite struct FastParseTests {
@@ -19,12 +19,23 @@ import Testing
         (["vault", "--experimental-dump-help"], true),
     ])
     func onlyCommandLinesThatCannotAskTheParserAreParsedFast(arguments: [String], asksTheParser: Bool) {
-        #expect(FastParse.mayAskTheParser(arguments) == asksTheParser)
+        #expect(CommandParser.mayAskTheParser(arguments) == asksTheParser)
     }
 
-    @Test func theFastConfigurationDiffersOnlyInTheProbeSwitch() {
-        #expect(!FastParse.isActive)
+    @Test func theFastRootDiffersOnlyInTheProbeSwitch() {
         #expect(VaultCommand.configuration._superCommandName == nil, "help and errors name the command as always")
+        #expect(CommandParser.FastRoot.configuration._superCommandName == "vault")
+        #expect(CommandParser.FastRoot.configuration.commandName == VaultCommand.configuration.commandName)
+    }
+
+    @Test func aFastParseGivesTheSameCommandAndTheRootFallsBack() throws {
+        let get = try CommandParser.parse(["vault", "get", "api", "--owner", "u"])
+        let parsed = try #require(get as? VaultCommand.Get)
+        #expect(parsed.name == "api")
+        #expect(parsed.owner == "u")
+        // No subcommand: the standard root (its help and --mdoc-sections), not the fast one.
+        #expect(try CommandParser.parse(["vault"]) is VaultCommand)
+        #expect(try CommandParser.parse(["vault", "--mdoc-sections"]) is VaultCommand)
     }
 
     @Test func errorsAndCompletionScriptsAreTheParsersOwn() throws {

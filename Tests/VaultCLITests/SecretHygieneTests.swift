@@ -64,8 +64,9 @@ import Testing
     /// and point this at it. help.txt (100 columns) was the first wave's; v2 this wave's before `exec` landed;
     /// v3 before `passwd` re-keyed (format-v2 branch: its abstract changed); v4 before the OAuth
     /// commands (`refresh`, `client`) joined on main; v5 before `migrate-store` and the PostgreSQL
-    /// environment (VAULT_STORE, VAULT_STORE_NAME, PGPASSWORD/PGPASSFILE).
-    static let helpSnapshot = "help-80-columns-v6.txt"
+    /// environment (VAULT_STORE, VAULT_STORE_NAME, PGPASSWORD/PGPASSFILE); v6 before exit status
+    /// 64 named the calls a fleet session does not have (`unsupportedOperation`).
+    static let helpSnapshot = "help-80-columns-v7.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

@@ -1,5 +1,9 @@
 import FoundationEssentials
+#if canImport(Glibc)
 import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 
 /// Path arithmetic on plain strings, as `NSString`'s path methods do it, so the library
 /// needs only FoundationEssentials (NSString lives in the full Foundation, whose static link

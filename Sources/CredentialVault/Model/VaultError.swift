@@ -56,6 +56,9 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let serverUnavailable = Code(rawValue: "serverUnavailable")
         /// The authorization server answered with an OAuth error response.
         public static let serverRefused = Code(rawValue: "serverRefused")
+        /// The operation does not apply to this kind of session: a fleet session (PostgreSQL) has no
+        /// guest, profile, onboarding, items or settings.
+        public static let unsupportedOperation = Code(rawValue: "unsupportedOperation")
     }
 
     /// What went wrong.
@@ -141,5 +144,13 @@ extension VaultError {
     /// I/O failure with errno text.
     public static func io(_ operation: String, path: String?, errno code: Int32) -> VaultError {
         VaultError(.io, "\(operation) failed: \(SystemErrorText.describe(code))", path: path)
+    }
+}
+
+extension VaultError.Code {
+    /// Matches a `VaultError` with this code, so that `catch VaultError.Code.busy { … }` works
+    /// (as GRDB's `DatabaseError` does).
+    public static func ~= (code: VaultError.Code, error: any Error) -> Bool {
+        (error as? VaultError)?.code == code
     }
 }

@@ -65,6 +65,7 @@ extension SessionManager {
     /// The guest's items, also while someone is signed in: what stayed with the guest at
     /// sign-in (non-transferable items, conflicts the account won).
     public func guestItems() async throws -> [EntryMetadata] {
+        try requireDeviceSession("guest items")
         guard let anonymous = try profiles.load()?.anonymousID ?? anonymousID,
               let store = try await openStoreOffPool(create: false) else { return [] }
         return try store.list(owner: SessionNamespaces.guest(anonymous))
@@ -73,6 +74,7 @@ extension SessionManager {
     /// One of the guest's items, also while someone is signed in.
     /// - Throws: `.notFound`; store errors.
     public func guestItem(named name: String) async throws -> SecureBytes {
+        try requireDeviceSession("guest items")
         guard let anonymous = try profiles.load()?.anonymousID ?? anonymousID,
               let store = try await openStoreOffPool(create: false) else { throw VaultError.entryNotFound(name) }
         return try store.secret(named: name, owner: SessionNamespaces.guest(anonymous))
@@ -86,6 +88,7 @@ extension SessionManager {
 
     /// The current owner, publishing a change another process made to who that is.
     private func ownerNoticingChanges() async throws -> String {
+        try requireDeviceSession("items")
         if let profile = try profiles.load() { await noticeExternalChange(profile) }
         return try currentOwner()
     }

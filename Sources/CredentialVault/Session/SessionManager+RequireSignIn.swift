@@ -16,6 +16,7 @@ extension SessionManager {
     /// - Returns: The signed-in user.
     /// - Throws: `.signInCancelled`; `CancellationError`; profile store errors.
     public func requireSignIn(presentSignIn: @Sendable () -> Void = {}) async throws -> User {
+        try requireDeviceSession("sign-in screen")
         if let user = try profiles.load()?.user { return user }
         try Task.checkCancellation()
         let id = nextWaiterID

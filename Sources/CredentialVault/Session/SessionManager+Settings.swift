@@ -13,13 +13,15 @@ extension SessionManager {
     /// A setting: its stored value, else its registered default, else nil.
     /// - Throws: profile store errors (a corrupt profile is an error, never an empty one).
     public func setting(_ key: String) throws -> JSONValue? {
-        try profiles.load()?.settings[key] ?? settingDefaults[key]
+        try requireDeviceSession("settings")
+        return try profiles.load()?.settings[key] ?? settingDefaults[key]
     }
 
     /// Stores a setting in the plain profile; nil removes it so that it reads as its default again.
     /// Settings are not secret: they are written as plain JSON.
     /// - Throws: profile store errors; `.busy`.
     public func setSetting(_ value: JSONValue?, forKey key: String) throws {
+        try requireDeviceSession("settings")
         try profiles.update { profile in profile.settings[key] = value }
     }
 

@@ -12,9 +12,12 @@ import VaultCrypto
 /// copies of the vault still open with the same passphrase or key file). A journal in the profile (`pendingSignIn`) with a marker in the vault
 /// lets `restore()` finish or roll back a sign-in that a crash interrupted.
 public actor SessionManager {
-    /// The directory holding `secrets.vault` and `profile.json`.
+    /// The directory holding `secrets.vault` and `profile.json` (empty for a fleet session).
     public let directory: String
     let key: VaultKey?
+    /// The fleet session this manager works on, for a session shared by a fleet (PostgreSQL);
+    /// nil for the vault file's session (SessionManager+Fleet.swift).
+    let fleet: FleetBinding?
     let configuration: SessionConfiguration
     let profiles: ProfileStore
     private let sessionLockPath: String
@@ -45,8 +48,26 @@ public actor SessionManager {
     ///   - key: The vault key; nil leaves the vault locked (guests without a vault still work).
     ///   - configuration: Leeway, clock, timeouts, logger.
     public init(directory: String, key: VaultKey?, configuration: SessionConfiguration = SessionConfiguration()) {
+        self.init(directory: directory, key: key, store: nil, fleet: nil, configuration: configuration)
+    }
+
+    /// Creates a session over a vault already opened, so that its key is derived once for
+    /// everything a process does with both (a command line that reads the session and another
+    /// entry of the same vault).
+    /// - Parameters:
+    ///   - store: The open vault; the profile is read from its directory.
+    ///   - configuration: Leeway, clock, timeouts, logger (the store keeps the options it was opened with).
+    public init(store: SecretStore, configuration: SessionConfiguration = SessionConfiguration()) {
+        self.init(directory: store.directory, key: store.key, store: store, fleet: nil, configuration: configuration)
+    }
+
+    /// The designated initializer: a vault file's session (with its store when already open), or a
+    /// fleet session (SessionManager+Fleet.swift).
+    init(directory: String, key: VaultKey?, store: SecretStore?, fleet: FleetBinding?, configuration: SessionConfiguration) {
         self.directory = directory
         self.key = key
+        self.store = store
+        self.fleet = fleet
         self.configuration = configuration
         self.profiles = ProfileStore(directory: directory, lockTimeout: configuration.lockTimeout)
         self.sessionLockPath = PathText.joining(directory, "session.lock")
@@ -66,6 +87,7 @@ public actor SessionManager {
     }
 
     func loadState(minTTL: Duration) async -> SessionState {
+        if let fleet { return await fleetState(fleet, minTTL: minTTL) }
         do {
             // Read first; only the very first launch writes (the new anonymous id).
             var profile = try profiles.load() ?? Profile()
@@ -108,6 +130,7 @@ public actor SessionManager {
     /// - Returns: The session state; `.guest` with an empty anonymous id when there is no
     ///   profile yet (`anonymousID` stays nil). Never throws.
     public func peek(minTTL: Duration = .zero) async -> SessionState {
+        if let fleet { return await fleetState(fleet, minTTL: minTTL) }
         do {
             let loaded = try profiles.load()
             anonymousID = loaded?.anonymousID
@@ -140,7 +163,7 @@ public actor SessionManager {
     }
 
     /// `.unavailable` with the reason for `error`.
-    private func unavailable(_ error: any Error) -> SessionState {
+    func unavailable(_ error: any Error) -> SessionState {
         switch error {
         case let unavailable as SessionUnavailable:
             logger.warning("session unavailable", metadata: ["reason": "\(unavailable.reason.rawValue)"])
@@ -166,6 +189,7 @@ public actor SessionManager {
     ///   `SessionUnavailable` when there is no key; store errors. Nothing changes on failure.
     @discardableResult
     public func signIn(user: User, credentials: Credentials, policy: MergePolicy = .keepAccount) async throws -> MigrationReport {
+        if let fleet { return try await fleetSignIn(fleet, user: user, credentials: credentials) }
         let lock = try await sessionLock()
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
@@ -218,6 +242,7 @@ public actor SessionManager {
     /// - Throws: store errors; `.busy`.
     @discardableResult
     public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false) async throws -> Credentials? {
+        if let fleet { return try await fleet.store.removeCredentials(session: fleet.name) }
         let lock = try await sessionLock()
         defer { lock.release() }
         let removed = try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil,
@@ -231,6 +256,7 @@ public actor SessionManager {
     /// - Parameter resetAnonymousID: Start over with a new anonymous id.
     /// - Returns: The anonymous id.
     public func enterGuestMode(resetAnonymousID: Bool = false) async throws -> String {
+        try requireDeviceSession("guest mode")
         let lock = try await sessionLock()
         defer { lock.release() }
         if try profiles.load()?.user != nil {
@@ -257,6 +283,7 @@ public actor SessionManager {
     /// sign-out, so the same user signing in again on this device skips it.
     /// - Throws: `.notSignedIn`; profile store errors.
     public func completeOnboarding() async throws {
+        try requireDeviceSession("onboarding")
         try profiles.update { profile in
             guard profile.user != nil else { throw VaultError(.notSignedIn, "nobody is signed in") }
             profile.user?.onboardingComplete = true
@@ -278,6 +305,7 @@ public actor SessionManager {
     ///   `.minTTLTooLarge` when even a just-refreshed token does not live `minTTL` (asking
     ///   for more than the server grants would refresh on every call).
     public func validCredentials(minTTL: Duration = .zero, refresher: @escaping TokenRefresher) async throws -> Credentials {
+        if let fleet { return try await fleetValidCredentials(fleet, minTTL: minTTL, refresher: refresher) }
         if let refreshTask {
             let shared = try await refreshTask.value
             if isValid(shared, minTTL: minTTL) { return shared }
@@ -307,6 +335,7 @@ public actor SessionManager {
     /// atomically, as `validCredentials`).
     /// - Throws: as `validCredentials(minTTL:refresher:)`.
     public func refreshNow(refresher: @escaping TokenRefresher) async throws -> Credentials {
+        if let fleet { return try await fleetRefreshNow(fleet, refresher: refresher) }
         if let refreshTask { _ = try? await refreshTask.value }
         let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true) }
         refreshTask = task
@@ -433,14 +462,24 @@ public actor SessionManager {
     /// expired at the moment it was issued: a 5 s token with the default 60 s leeway counts
     /// as valid for its first 2.5 s.
     func isValid(_ credentials: Credentials, minTTL: Duration) -> Bool {
+        Self.isValid(credentials, minTTL: minTTL, leeway: configuration.leeway, now: configuration.clock())
+    }
+
+    /// The expiry rule of every session, file or fleet: valid when the token outlives
+    /// `now` + the effective leeway + `minTTL`; a token without an expiry is always valid.
+    nonisolated static func isValid(_ credentials: Credentials, minTTL: Duration, leeway: Duration, now: Date) -> Bool {
         guard let expiresAt = credentials.expiresAt else { return true }
-        let now = configuration.clock()
-        let margin = effectiveLeeway(for: credentials) + Self.seconds(minTTL)
+        let margin = effectiveLeeway(for: credentials, leeway: leeway) + seconds(minTTL)
         return expiresAt > now.addingTimeInterval(margin)
     }
 
     func effectiveLeeway(for credentials: Credentials) -> TimeInterval {
-        let leeway = Self.seconds(configuration.leeway)
+        Self.effectiveLeeway(for: credentials, leeway: configuration.leeway)
+    }
+
+    /// The leeway, capped at half the token's lifetime as issued.
+    nonisolated static func effectiveLeeway(for credentials: Credentials, leeway: Duration) -> TimeInterval {
+        let leeway = seconds(leeway)
         guard let expiresAt = credentials.expiresAt, let issuedAt = credentials.issuedAt else { return leeway }
         return min(leeway, max(0, expiresAt.timeIntervalSince(issuedAt)) / 2)
     }
@@ -659,6 +698,7 @@ public actor SessionManager {
     /// so an unlock never holds one of the cooperative pool's few threads.
     func openStoreOffPool(create: Bool) async throws -> SecretStore? {
         if let store { return store }
+        try requireDeviceSession("items")
         guard let key else { return try openStore(create: create) }
         let directory = directory
         let options = configuration.storeOptions
@@ -672,6 +712,7 @@ public actor SessionManager {
 
     func openStore(create: Bool) throws -> SecretStore? {
         if let store { return store }
+        try requireDeviceSession("items")
         guard let key else {
             if SecretStore.exists(in: directory) || create { throw SessionUnavailable(reason: .locked, error: nil) }
             return nil
@@ -708,7 +749,7 @@ public actor SessionManager {
         try SecureRandom.bytes(count: count).hexString
     }
 
-    static func seconds(_ duration: Duration) -> TimeInterval {
+    nonisolated static func seconds(_ duration: Duration) -> TimeInterval {
         let (seconds, attoseconds) = duration.components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }

@@ -1,5 +1,9 @@
 import FoundationEssentials
+#if canImport(Glibc)
 import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 import Logging
 import Synchronization
 import VaultCrypto
@@ -151,6 +155,9 @@ public final class SecretStore: Sendable {
 
     /// The highest generation this store has seen (it increases by one with every write).
     public var generation: UInt64 { state.withLock { $0.highestGeneration } }
+
+    /// The key the store opens the vault with (for a session over this store).
+    var key: VaultKey { state.withLock { $0.key } }
 
     /// Metadata of every entry (or of one owner's), without secrets.
     /// - Throws: the errors of `open`.

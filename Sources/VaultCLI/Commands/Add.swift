@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault add NAME`: stores a secret read from standard input.
-    struct Add: AsyncParsableCommand {
+    struct Add: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Store a secret, read from standard input, under NAME.",
@@ -58,22 +58,15 @@ extension VaultCommand {
             if guest, !owner.isEmpty { throw ValidationError("give either --guest or --owner, not both") }
         }
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             if guest { try options.requireFileStore() }
-            let storage = try await options.openStorage()
-            let stored: EntryMetadata
-            do {
-                let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
-                let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
-                let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
-                stored = try await storage.storeEntry(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label,
+            let storage = try await context.openStorage(options)
+            let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
+            let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
+            let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
+            let stored = try await storage.storeEntry(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label,
                                                                expiresAt: expiry, transferable: !nonTransferable),
                                                       replace: replace)
-                await storage.closeStorage()
-            } catch {
-                await storage.closeStorage()
-                throw error
-            }
             ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date()))).")
         }
     }

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
@@ -6,14 +10,14 @@ import VaultCrypto
 
 extension VaultCommand {
     /// `vault client`: stores the OAuth client configuration that `token`, `refresh` and `signout` use.
-    struct Client: AsyncParsableCommand {
+    struct Client: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "client",
             abstract: "Store the OAuth client configuration (issuer, client id, endpoints; a secret goes into the vault).",
             discussion: """
-                The issuer, client id, scopes and endpoints are kept in the plain profile; a client secret is \\
-                read from standard input or --secret-file (never from an argument) and kept in the vault. \\
-                With --grant client_credentials, 'vault token' fetches a token for the client itself when the \\
+                The issuer, client id, scopes and endpoints are kept in the plain profile; a client secret is \
+                read from standard input or --secret-file (never from an argument) and kept in the vault. \
+                With --grant client_credentials, 'vault token' fetches a token for the client itself when the \
                 stored one is missing or expired (daemons). 'vault client --remove' forgets the configuration.
                 """
         )
@@ -23,10 +27,10 @@ extension VaultCommand {
 
         @Option(help: ArgumentHelp("Client authentication: none, basic (client_secret_basic) or post (client_secret_post).",
                                    valueName: "METHOD"))
-        var auth: String = "none"
+        var auth: ClientAuthMethod = .none
 
         @Option(help: ArgumentHelp("refresh_token (a user signs in) or client_credentials (a daemon).", valueName: "GRANT"))
-        var grant: String = "refresh_token"
+        var grant: ClientGrant = .refreshToken
 
         @Option(name: .customLong("secret-file"), help: ArgumentHelp("Read the client secret from this file (else standard input).",
                                                                      valueName: "FILE"))
@@ -35,10 +39,23 @@ extension VaultCommand {
         @Flag(help: "Forget the stored configuration and secret.")
         var remove = false
 
-        func run() async throws {
+        func validate() throws {
+            if grant == .clientCredentials, auth == .none {
+                throw ValidationError("the client_credentials grant needs a confidential client: --auth basic or post")
+            }
+        }
+
+        func run(_ context: CommandContext) async throws {
             let onPostgres = try options.storeSelection != .file
             if remove, onPostgres {
-                try await FleetSession.removeClient(options)
+                let store = try await context.openFleetSessions(options)
+                for name in [StoredClientConfiguration.fleetEntry, StoredClientConfiguration.secretEntry] {
+                    do {
+                        try await store.removeEntry(named: name, owner: "")
+                    } catch VaultError.Code.notFound {
+                        continue
+                    }
+                }
                 return ErrorReport.note("Forgot the OAuth client configuration.")
             }
             if remove {
@@ -46,7 +63,7 @@ extension VaultCommand {
                     profile.extra[StoredClientConfiguration.profileKey] = nil
                 }
                 if SecretStore.exists(in: options.directory) {
-                    let store = try SecretStore.open(in: options.directory, key: KeySources.current(options, confirmNew: false))
+                    let store = try context.openStore(options)
                     if (try? store.metadata(named: StoredClientConfiguration.secretEntry)) != nil {
                         try store.remove(named: StoredClientConfiguration.secretEntry)
                     }
@@ -54,47 +71,33 @@ extension VaultCommand {
                 ErrorReport.note("Forgot the OAuth client configuration.")
                 return
             }
-            let method: String
-            switch auth.lowercased() {
-            case "none": method = "none"
-            case "basic", "client_secret_basic": method = "client_secret_basic"
-            case "post", "client_secret_post": method = "client_secret_post"
-            default: throw UsageError("--auth must be none, basic or post, not '\(auth)'")
-            }
-            guard grant == "refresh_token" || grant == "client_credentials" else {
-                throw UsageError("--grant must be refresh_token or client_credentials, not '\(grant)'")
-            }
-            if grant == "client_credentials", method == "none" {
-                throw UsageError("the client_credentials grant needs a confidential client: --auth basic or post")
-            }
-            let stored = try client.stored(authMethod: method, grant: grant)
-            if method != "none" {
-                let secret: SecureBytes
+            let stored = try client.stored(authMethod: auth, grant: grant)
+            let described = "'\(stored.clientID)' (\(auth.rawValue), \(grant.rawValue))"
+            var secret: SecureBytes?
+            if auth.sendsSecret {
+                let read: SecureBytes
                 if let secretFile {
-                    secret = try VaultKeySecretFile.read(secretFile)
+                    read = try VaultKeySecretFile.read(secretFile)
                 } else {
                     guard !StandardIO.isTerminal(StandardIO.input) else {
                         throw UsageError("pipe the client secret into 'vault client' or pass --secret-file FILE")
                     }
-                    secret = try StandardIO.readAll(from: StandardIO.input, limit: 4096, name: "standard input")
+                    read = try StandardIO.readAll(from: StandardIO.input, limit: 4096, name: "standard input")
                 }
-                let trimmed = VaultKeySecretFile.trimmingNewline(secret)
+                let trimmed = VaultKeySecretFile.trimmingNewline(read)
                 guard !trimmed.isEmpty else { throw UsageError("the client secret is empty") }
-                if onPostgres {
-                    try await options.withFleetSessions { try await stored.save(to: $0, secret: trimmed) }
-                    return ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)) in the PostgreSQL store.")
-                }
-                let key = try KeySources.current(options, confirmNew: !SecretStore.exists(in: options.directory))
-                let store = SecretStore.exists(in: options.directory)
-                    ? try SecretStore.open(in: options.directory, key: key) : try SecretStore.create(in: options.directory, key: key)
-                _ = try store.put(NewEntry(name: StoredClientConfiguration.secretEntry, secret: trimmed, transferable: false), replace: true)
+                secret = trimmed
             }
             if onPostgres {
-                try await options.withFleetSessions { try await stored.save(to: $0, secret: nil) }
-                return ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)) in the PostgreSQL store.")
+                try await stored.save(to: try await context.openFleetSessions(options), secret: secret)
+                return ErrorReport.note("Stored the OAuth client \(described) in the PostgreSQL store.")
+            }
+            if let secret {
+                _ = try context.openOrCreateStore(options)
+                    .put(NewEntry(name: StoredClientConfiguration.secretEntry, secret: secret, transferable: false), replace: true)
             }
             try stored.save(options)
-            ErrorReport.note("Stored the OAuth client '\(stored.clientID)' (\(method), \(grant)).")
+            ErrorReport.note("Stored the OAuth client \(described).")
         }
     }
 }

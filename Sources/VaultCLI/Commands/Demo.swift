@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault demo`: a real session, end to end, in a throwaway folder.
-    struct Demo: AsyncParsableCommand {
+    struct Demo: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "demo",
             abstract: "Walk through a real session in a throwaway folder, then remove it.",
@@ -18,7 +18,7 @@ extension VaultCommand {
         @Flag(help: "Keep the throwaway folder (its path is printed) instead of removing it.")
         var keep = false
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             let folder = try DemoFolder()
             defer { if !keep { folder.remove() } }
             let runner = try DemoRunner(folder: folder)

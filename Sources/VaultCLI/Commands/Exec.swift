@@ -9,7 +9,7 @@ import VaultCrypto
 
 extension VaultCommand {
     /// `vault exec --env VAR=ENTRY … -- COMMAND ARGS…`: runs a command with secrets in its environment.
-    struct Exec: AsyncParsableCommand {
+    struct Exec: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
             abstract: "Run a command with secrets from the vault in its environment (never in its arguments).",
@@ -38,8 +38,8 @@ extension VaultCommand {
             guard Set(names).count == names.count else { throw ValidationError("each VAR may be given once") }
         }
 
-        func run() async throws {
-            let pid = try await startCommand()
+        func run(_ context: CommandContext) async throws {
+            let pid = try await startCommand(context)
             let outcome = try ChildProcess.wait(for: pid)
             switch outcome {
             case .exited(let status):
@@ -53,8 +53,9 @@ extension VaultCommand {
 
         /// Opens the vault, reads the secrets and starts the command; the store and the
         /// secrets are gone when this returns.
-        private func startCommand() async throws -> pid_t {
-            let secrets = try await options.withStorage { storage in
+        private func startCommand(_ context: CommandContext) async throws -> pid_t {
+            let storage = try await context.openStorage(options)
+            let secrets = try await { () async throws -> [(name: String, value: SecureBytes)] in
                 var secrets: [(name: String, value: SecureBytes)] = []
                 for mapping in mappings {
                     let secret = try await storage.readEntry(named: mapping.entry, owner: "").secret
@@ -66,7 +67,7 @@ extension VaultCommand {
                     secrets.append((mapping.variable, secret))
                 }
                 return secrets
-            }
+            }()
             return try ChildProcess.spawn(command, secrets: secrets)
         }
     }

@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault get NAME`: the secret's bytes on standard output, or on the clipboard with `--clip`.
-    struct Get: AsyncParsableCommand {
+    struct Get: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "get",
             abstract: "Write the secret stored under NAME to standard output, exactly, with nothing added.",
@@ -36,10 +36,10 @@ extension VaultCommand {
             if clearAfter != nil, !clip { throw ValidationError("--clear-after goes with --clip") }
         }
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             // Find the clipboard before opening the vault: without one, fail before any passphrase is asked for.
             let clipboard = clip ? try Clipboard.find() : nil
-            let secret = try await options.withStorage { try await $0.readEntry(named: name, owner: owner).secret }
+            let secret = try await context.openStorage(options).readEntry(named: name, owner: owner).secret
             guard let clipboard else { return try StandardIO.printOutput(secret) }
             try clipboard.copy(secret)
             let seconds = clearAfter ?? 45

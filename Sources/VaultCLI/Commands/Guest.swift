@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault guest`: enter guest mode and print the anonymous id.
-    struct Guest: AsyncParsableCommand {
+    struct Guest: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "guest",
             abstract: "Enter guest mode (the 'skip' button) and print the anonymous id.",
@@ -15,10 +15,23 @@ extension VaultCommand {
         @Flag(help: "Start over with a new anonymous id.")
         var reset = false
 
-        func run() async throws {
-            let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
+        static var oauthHandOver: OAuthHandOver { .whenInstalled }
+
+        func run(_ context: CommandContext) async throws {
+            try options.requireFileStore()
+            let session = try await context.session(options, key: .whenVaultExists)
             let state = await session.restore()
             if case let .unavailable(why) = state { throw why.error ?? VaultError(.wrongKey, "the vault is locked: \(why)") }
+            // Someone signed in: signed out first, and the removed tokens revoked with the stored
+            // client (as 'vault signout' does), before the guest starts over.
+            if let user = state.user {
+                let stored = try? StoredClientConfiguration.load(options)
+                let removed = try await session.signOut()
+                ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
+                if let removed, let stored {
+                    await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options) }
+                }
+            }
             let anonymousID = try await session.enterGuestMode(resetAnonymousID: reset)
             try StandardIO.printOutput(anonymousID + "\n")
         }

@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault init`: a new, empty vault.
-    struct Init: AsyncParsableCommand {
+    struct Init: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "init",
             abstract: "Create an empty vault, opened by the key file or passphrase given.",
@@ -18,9 +18,8 @@ extension VaultCommand {
         @Flag(name: .customLong("weak-passphrase"), help: "Accept a passphrase shorter than 12 bytes.")
         var weakPassphrase = false
 
-        func run() async throws {
-            let storage = try await options.createStorage(allowWeakPassphrase: weakPassphrase)
-            await storage.closeStorage()
+        func run(_ context: CommandContext) async throws {
+            let storage = try await context.createStorage(options, allowWeakPassphrase: weakPassphrase)
             if let store = storage as? SecretStore {
                 ErrorReport.note("Created an empty vault in \(store.directory).")
             } else if case let .postgres(_, storeName) = try options.storeSelection {

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault inspect NAME`: metadata, expiry, a masked preview, JWT claims; never the secret.
-    struct Inspect: AsyncParsableCommand {
+    struct Inspect: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect",
             abstract: "Show an entry's metadata, expiry, a masked preview and, for a JWT, its header and claims.",
@@ -25,8 +25,8 @@ extension VaultCommand {
         @Option(help: .hidden)
         var owner = ""
 
-        func run() async throws {
-            let entry = try await options.withStorage { try await $0.readEntry(named: name, owner: owner) }
+        func run(_ context: CommandContext) async throws {
+            let entry = try await context.openStorage(options).readEntry(named: name, owner: owner)
             let inspection = EntryInspection(entry, now: Date())
             try StandardIO.printOutput(json ? TextLayout.json(inspection.jsonValue) : TextLayout.fields(inspection.fields))
         }

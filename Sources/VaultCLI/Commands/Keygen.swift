@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault keygen FILE`: a new random key file.
-    struct Keygen: ParsableCommand {
+    struct Keygen: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
             abstract: "Create a new random 32-byte key file (mode 0600); never overwrites.",
@@ -16,7 +16,7 @@ extension VaultCommand {
         @Argument(help: ArgumentHelp("Where to write the key.", valueName: "FILE"), completion: .file())
         var file: String
 
-        func run() throws {
+        func run(_ context: CommandContext) async throws {
             try VaultKey.generateKeyFile(path: file, createMissingFolders: true)
             ErrorReport.note("Created key file \(file) (32 bytes, mode 0600).")
         }

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault list`: names and metadata, never secrets.
-    struct List: AsyncParsableCommand {
+    struct List: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List the entries' names and metadata (never their secrets)."
@@ -23,9 +23,9 @@ extension VaultCommand {
         @Option(help: .hidden)
         var owner: String?
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             let now = Date()
-            let entries = try await options.withStorage { try await $0.listEntries(owner: owner) }
+            let entries = try await context.openStorage(options).listEntries(owner: owner)
                 .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
             if json {
                 try StandardIO.printOutput(bytes: EntryListJSON.render(entries, now: now) + [0x0A])

@@ -6,7 +6,7 @@ import VaultCrypto
 extension VaultCommand {
     /// `vault migrate-store --to STORE`: copies every entry of the selected store into another one,
     /// with the same key, in one transaction, then reads every entry back and compares it.
-    struct MigrateStore: AsyncParsableCommand {
+    struct MigrateStore: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate-store",
             abstract: "Copy every entry of this vault into another store (the vault file or PostgreSQL), with the same key.",
@@ -34,27 +34,24 @@ extension VaultCommand {
         @Flag(name: .customLong("into-existing"), help: "Copy into an existing vault opened by the same key; any name already there stops the copy before anything is written.")
         var intoExisting = false
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             let source = try options.storeSelection
             let destination = try StoreSelection(store: to, storeName: toStoreName ?? options.storeName)
             guard source != destination else {
                 throw VaultError(.invalidInput, "the source and the destination are the same store",
                                  fix: "select the source with --store (or VAULT_STORE) and the destination with --to")
             }
-            let key = try KeySources.current(options, confirmNew: false)
-            try await VaultOptions.closing(try await open(source, key: key), { await $0.closeStorage() }) { from in
-                let entries = try await Self.readAll(from)
-                try await VaultOptions.closing(try await destinationStorage(destination, key: key), { await $0.closeStorage() }) { into in
-                    _ = try await into.storeEntries(entries.map(NewEntry.init(copying:)), replace: false)
-                    try await Self.compare(entries, with: into)
-                    guard try await into.verifyAll().isIntact else {
-                        throw VaultError(.tampered, "the destination failed its integrity check after the copy",
-                                         fix: "do not use the copy; the source is unchanged")
-                    }
-                    ErrorReport.note("Copied \(entries.count) entr\(entries.count == 1 ? "y" : "ies") from the \(from.storageKind.rawValue) "
-                                     + "store to the \(into.storageKind.rawValue) store; each was read back and matched. The source is unchanged.")
-                }
+            let from = try await open(source, context: context)
+            let entries = try await Self.readAll(from)
+            let into = try await destinationStorage(destination, context: context)
+            _ = try await into.storeEntries(entries.map(NewEntry.init(copying:)), replace: false)
+            try await Self.compare(entries, with: into)
+            guard try await into.verifyAll().isIntact else {
+                throw VaultError(.tampered, "the destination failed its integrity check after the copy",
+                                 fix: "do not use the copy; the source is unchanged")
             }
+            ErrorReport.note("Copied \(entries.count) entr\(entries.count == 1 ? "y" : "ies") from the \(from.storageKind.rawValue) "
+                             + "store to the \(into.storageKind.rawValue) store; each was read back and matched. The source is unchanged.")
         }
 
         /// Every entry of `storage`, with its secret.
@@ -86,24 +83,19 @@ extension VaultCommand {
             }
         }
 
-        private func open(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
-            guard let postgres = selection.postgres else {
-                guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
-                return try SecretStore.open(in: options.directory, key: key, options: options.storeOptions)
-            }
-            return try await PostgresHelper.required().open(url: postgres.url, storeName: postgres.storeName, key: key,
-                                                            timeout: options.operationTimeout)
+        /// A store of this copy, opened through the context (one key for both, closed at the end).
+        private func open(_ selection: StoreSelection, context: CommandContext) async throws -> any SecretStorage {
+            guard let postgres = selection.postgres else { return try context.openVaultFile(options) }
+            return try await context.openPostgres(options, url: postgres.url, name: postgres.storeName)
         }
 
-        private func destinationStorage(_ selection: StoreSelection, key: VaultKey) async throws -> any SecretStorage {
-            if intoExisting { return try await open(selection, key: key) }
+        private func destinationStorage(_ selection: StoreSelection, context: CommandContext) async throws -> any SecretStorage {
+            if intoExisting { return try await open(selection, context: context) }
             guard let postgres = selection.postgres else {
-                var storeOptions = options.storeOptions
-                storeOptions.allowsWeakPassphrase = true   // the key already opens the source
-                return try SecretStore.create(in: options.directory, key: key, options: storeOptions)
+                // The key already opens the source: its strength was judged when it was set.
+                return try context.createVaultFile(options, allowWeakPassphrase: true)
             }
-            return try await PostgresHelper.required().create(url: postgres.url, storeName: postgres.storeName, key: key,
-                                                              timeout: options.operationTimeout)
+            return try await context.createPostgres(options, url: postgres.url, name: postgres.storeName)
         }
     }
 }

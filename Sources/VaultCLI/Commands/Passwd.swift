@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault passwd`: a new passphrase or key file.
-    struct Passwd: ParsableCommand {
+    struct Passwd: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "passwd",
             abstract: "Change the passphrase or key file that opens the vault, and its data key.",
@@ -39,9 +39,9 @@ extension VaultCommand {
             }
         }
 
-        func run() throws {
-            let store = try options.openStore(allowWeakPassphrase: weakPassphrase)
-            try store.changeKey(to: KeySources.new(keyFile: newKeyFile, passphraseFile: newPassphraseFile, options: options))
+        func run(_ context: CommandContext) async throws {
+            let store = try context.openStore(options, allowWeakPassphrase: weakPassphrase)
+            try store.changeKey(to: context.newKey(options, keyFile: newKeyFile, passphraseFile: newPassphraseFile))
             ErrorReport.note("Changed the key of the vault in \(store.directory).")
         }
     }

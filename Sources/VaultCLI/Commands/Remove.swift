@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault rm NAME`.
-    struct Remove: AsyncParsableCommand {
+    struct Remove: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "rm",
             abstract: "Remove the entry NAME."
@@ -17,8 +17,8 @@ extension VaultCommand {
         @Option(help: .hidden)
         var owner = ""
 
-        func run() async throws {
-            try await options.withStorage { try await $0.removeEntry(named: name, owner: owner) }
+        func run(_ context: CommandContext) async throws {
+            try await context.openStorage(options).removeEntry(named: name, owner: owner)
             ErrorReport.note("Removed '\(TerminalText.escaped(name))'.")
         }
     }

@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault rotate`: a new data key.
-    struct Rotate: ParsableCommand {
+    struct Rotate: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate",
             abstract: "Make a new data key and re-encrypt every secret under it (the passphrase or key file stays).",
@@ -17,8 +17,8 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        func run() throws {
-            let store = try options.openStore()
+        func run(_ context: CommandContext) async throws {
+            let store = try context.openStore(options)
             try store.rotate()
             let count = try store.list().count
             ErrorReport.note("Rotated the data key; \(count) \(count == 1 ? "entry" : "entries") re-encrypted.")

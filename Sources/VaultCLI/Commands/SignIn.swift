@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault signin`: stores an OAuth 2.0 token response and upgrades the guest.
-    struct SignIn: AsyncParsableCommand {
+    struct SignIn: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "signin",
             abstract: "Sign in with an OAuth 2.0 token response read from standard input, or with --device.",
@@ -44,7 +44,7 @@ extension VaultCommand {
 
         @Option(name: .customLong("merge-policy"), help: ArgumentHelp(
             "For items both the guest and the account have: keepAccount (default), keepGuest, newestWins, fail.",
-            valueName: "POLICY"), completion: .list(MergePolicy.names), transform: MergePolicy.init(parsing:))
+            valueName: "POLICY"))
         var mergePolicy: MergePolicy = .keepAccount
 
         @Flag(help: "Print the migration report as JSON.")
@@ -53,19 +53,23 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
 
-        func run() async throws {
-            let fleet = try FleetSession.selected(options, session: session)
-            if fleet != nil, device {
+        /// The device grant calls the authorization server: in vault-oauth; a token response on
+        /// standard input is stored here.
+        var oauthHandOver: OAuthHandOver { device ? .always : .never }
+
+        func run(_ context: CommandContext) async throws {
+            let onFleet = try options.storeSelection != .file
+            if onFleet, device {
                 throw UsageError("--device signs in the vault file's user; for a fleet session pipe the token response in")
             }
             if device {
-                OAuthHelper.ensureLinked()
-                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID)
-                try await finish(user: user, credentials: credentials)
+                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID,
+                                                                             context: context)
+                try await finish(user: user, credentials: credentials, context: context)
                 try client.save(options)
                 return
             }
-            guard let userID = userID ?? fleet?.name else {
+            guard let userID = userID ?? (onFleet ? session : nil) else {
                 throw UsageError("--user-id is required when the token response is piped in (or use --device)")
             }
             guard !StandardIO.isTerminal(0) else {
@@ -81,15 +85,16 @@ extension VaultCommand {
                                  fix: "sign in again at the server; nothing was changed")
             }
             let credentials = try TokenResponse.parse(body, receivedAt: Date())
-            if let fleet {
-                try await fleet.signIn(credentials)
-                return ErrorReport.note("Saved the tokens of the session '\(TerminalText.escaped(fleet.name))' (\(credentials)).")
+            if onFleet {
+                let manager = try await context.session(options, fleetSession: session, key: .required)
+                try await manager.signIn(user: User(id: userID), credentials: credentials)
+                return ErrorReport.note("Saved the tokens of the session '\(TerminalText.escaped(userID))' (\(credentials)).")
             }
-            try await finish(user: userID, credentials: credentials)
+            try await finish(user: userID, credentials: credentials, context: context)
         }
 
-        private func finish(user userID: String, credentials: Credentials) async throws {
-            let session = try options.sessionManager(needsKey: true)
+        private func finish(user userID: String, credentials: Credentials, context: CommandContext) async throws {
+            let session = try await context.session(options, fleetSession: self.session, key: .required)
             _ = await session.restore()
             let user = User(id: userID, displayName: name, email: email, signInMethod: method ?? (device ? "device" : nil),
                             onboardingComplete: onboarded)
@@ -106,22 +111,6 @@ extension VaultCommand {
                     ("conflicts", shown(report.conflicts.map { "\($0.name) (\($0.resolution.rawValue))" })),
                 ]))
             }
-        }
-    }
-}
-
-extension MergePolicy {
-    /// The names `--merge-policy` takes, for help and shell completion.
-    static let names = ["keepAccount", "keepGuest", "newestWins", "fail"]
-
-    /// Parses `--merge-policy`.
-    init(parsing text: String) throws {
-        switch text.lowercased().replacing("-", with: "") {
-        case "keepaccount": self = .keepAccount
-        case "keepguest": self = .keepGuest
-        case "newestwins": self = .newestWins
-        case "fail": self = .fail
-        default: throw VaultError(.invalidInput, "'\(text)' is not a merge policy; use keepAccount, keepGuest, newestWins or fail")
         }
     }
 }

@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault signout`: back to guest; the user's credentials are removed from the vault.
-    struct SignOut: AsyncParsableCommand {
+    struct SignOut: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "signout",
             abstract: "Sign out: remove the user's credentials and items (data key rotated) and return to guest.",
@@ -25,29 +25,23 @@ extension VaultCommand {
         @Option(name: .customLong("session"), help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var fleetSession: String?
 
-        func run() async throws {
-            if let fleet = try FleetSession.selected(options, session: fleetSession) {
-                let removed = try await fleet.signOut()
-                return ErrorReport.note(removed ? "Signed out the session '\(TerminalText.escaped(fleet.name))'." : "The session had no tokens.")
-            }
-            // With a client stored, the tokens are revoked after the wipe: vault-oauth runs the
-            // command. Without it installed the wipe still happens, and the revocation is reported failed.
-            let stored = try? StoredClientConfiguration.load(options)
-            if stored != nil { OAuthHelper.handOverIfInstalled() }
-            let session = try options.sessionManager(needsKey: SecretStore.exists(in: options.directory))
+        static var oauthHandOver: OAuthHandOver { .whenInstalled }
+
+        func run(_ context: CommandContext) async throws {
+            // With a client stored, the tokens are revoked after the wipe (this runs in vault-oauth
+            // when it is installed; without it the wipe still happens, and the revocation is reported failed).
+            let session = try await context.session(options, fleetSession: fleetSession, key: .whenVaultExists)
+            let stored = try? await context.storedClient(options)
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
-            let anonymousID = await session.anonymousID ?? ""
-            ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
             if let removed, let stored {
-                do {
-                    let report = try await OAuthSupport.using(try stored.client(options)) { await $0.revokeAll(removed) }
-                    ErrorReport.note(report.succeeded ? "Server: \(report.summary)." : "warning: \(report.summary)")
-                } catch {
-                    ErrorReport.note("warning: the tokens were not revoked at the server: \(TerminalText.escaped("\(error)"))")
-                }
+                await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options) }
             }
-            try StandardIO.printOutput(anonymousID + "\n")
+            if let fleetSession {
+                return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
+            }
+            ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
+            try StandardIO.printOutput((await session.anonymousID ?? "") + "\n")
         }
     }
 }

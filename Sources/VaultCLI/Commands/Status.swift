@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault status`: who is using the app right now.
-    struct Status: AsyncParsableCommand {
+    struct Status: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
             abstract: "Show the session state: guest, signedIn, needsOnboarding, expired or unavailable.",
@@ -29,14 +29,10 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
 
-        func run() async throws {
-            if let fleet = try FleetSession.selected(options, session: session) {
-                let state = try await fleet.state(minTTL: minTTL)
-                return try StandardIO.printOutput(json ? TextLayout.json(state.jsonValue(anonymousID: nil)) : Self.describe(state, anonymousID: nil))
-            }
+        func run(_ context: CommandContext) async throws {
             // A read command: it never writes, so it reports what a start-up would find
             // (SessionManager.peek) and creates no folder, profile or lock file.
-            if options.hasNoSession {
+            if try context.selectsFileSession(options, fleetSession: session), options.hasNoSession {
                 let message = "no vault or profile in \(TerminalText.escaped(options.directory)) (nothing was created)"
                 if json {
                     var object = SessionState.guest(anonymousID: "").jsonValue(anonymousID: nil)
@@ -53,9 +49,9 @@ extension VaultCommand {
                 }
                 return
             }
-            let session = try options.sessionManager(needsKey: false)
-            let state = await session.peek(minTTL: .seconds(minTTL))
-            let anonymousID = await session.anonymousID
+            let manager = try await context.session(options, fleetSession: session, key: .ifAvailable)
+            let state = await manager.peek(minTTL: .seconds(minTTL))
+            let anonymousID = await manager.anonymousID
             if json {
                 try StandardIO.printOutput(TextLayout.json(state.jsonValue(anonymousID: anonymousID)))
             } else {

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault token`: the signed-in user's access token, for scripts.
-    struct Token: AsyncParsableCommand {
+    struct Token: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "token",
             abstract: "Print the signed-in user's access token, if it is valid (for `curl -H \"Authorization: Bearer $(vault token)\"`).",
@@ -31,30 +31,23 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
 
-        func run() async throws {
-            if let fleet = try FleetSession.selected(options, session: session) {
-                let credentials = try await fleet.token(minTTL: minTTL, leeway: leeway ?? 60)
-                return try StandardIO.printOutput(credentials.accessToken)
-            }
+        static var oauthHandOver: OAuthHandOver { .whenInstalled }
+
+        func run(_ context: CommandContext) async throws {
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
-            if options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
-            // With a client stored, the token may need a refresh, which vault-oauth makes. A valid
-            // token is still printed here when the key comes from a source the helper can read
-            // again (a file, VAULT_PASSPHRASE), without reading the profile; a passphrase typed on
-            // the terminal is asked for once, in the helper.
-            let early = KeySources.isRereadable(options) ? nil : try StoredClientConfiguration.load(options)
-            if early != nil { OAuthHelper.ensureLinked() }
-            let session = try OAuthSupport.session(options, leeway: leeway)
-            let state = await session.peek(minTTL: .seconds(minTTL))
+            if try context.selectsFileSession(options, fleetSession: session), options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
+            // The session and the client's secret share the context's store: one key derivation.
+            let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists,
+                                                    leeway: leeway.map { .seconds($0) })
+            let state = await manager.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)
             }
-            if state.name != "unavailable", let stored = try early ?? StoredClientConfiguration.load(options) {
-                // Nothing was written or consumed (peek reads only): the helper starts over.
-                OAuthHelper.ensureLinked()
-                let credentials = try await OAuthSupport.using(try stored.client(options)) { client in
-                    try await Self.fresh(session: session, state: state, stored: stored, client: client, minTTL: minTTL)
+            if !state.isUnavailable, let stored = try await context.storedClient(options) {
+                // Runs in vault-oauth when it is installed; without it the client is missing (66).
+                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options)) { client in
+                    try await Self.fresh(session: manager, state: state, stored: stored, client: client, minTTL: minTTL)
                 }
                 return try StandardIO.printOutput(credentials.accessToken)
             }
@@ -62,8 +55,8 @@ extension VaultCommand {
             case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
                 try StandardIO.printOutput(credentials.accessToken)
             case .expired:
-                throw VaultError(.sessionExpired, "the access token is expired (or expires within --min-ttl)",
-                                 fix: "refresh it in your app, or sign in again with 'vault signin'")
+                throw VaultError(.sessionExpired, "the access token is expired (or expires within --min-ttl), and no OAuth client is stored to refresh it",
+                                 fix: "refresh it in your app, store a client with 'vault client', or sign in again with 'vault signin'")
             case .guest:
                 throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in with 'vault signin'")
             case let .unavailable(why):
@@ -71,20 +64,24 @@ extension VaultCommand {
             }
         }
 
-        /// Refreshes the user's session, or for a client_credentials client fetches a token
-        /// for the client itself and keeps it as the session of user "client:ID".
+        /// Refreshes the user's session, or for a client_credentials client gets a token for the
+        /// client itself (`SessionManager.clientCredentials`).
         static func fresh(session: SessionManager, state: SessionState, stored: StoredClientConfiguration,
                           client: any CommandOAuthClient, minTTL: Int64) async throws -> Credentials {
-            if stored.grant == "client_credentials", state.user == nil || state.user?.id == "client:" + stored.clientID {
-                let credentials = try await client.clientCredentials()
-                try await session.signIn(user: User(id: "client:" + stored.clientID, signInMethod: "client_credentials",
-                                                    onboardingComplete: true), credentials: credentials)
-                return credentials
-            }
-            guard state.user != nil else {
-                throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in with 'vault signin'")
+            if stored.grant == .clientCredentials {
+                return try await session.clientCredentials(clientID: stored.clientID, minTTL: .seconds(minTTL)) {
+                    try await client.clientCredentials()
+                }
             }
             return try await session.validCredentials(minTTL: .seconds(minTTL), refresher: client.refresher)
         }
+    }
+}
+
+extension SessionState {
+    /// True for `.unavailable` (locked, corrupt, unreadable, busy).
+    var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
     }
 }

@@ -3,7 +3,7 @@ import CredentialVault
 
 extension VaultCommand {
     /// `vault verify`: authenticates every entry.
-    struct Verify: AsyncParsableCommand {
+    struct Verify: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "verify",
             abstract: "Authenticate the header, the index and every secret; exit 65 when anything fails."
@@ -14,10 +14,10 @@ extension VaultCommand {
         @Flag(help: "Print a JSON object (see docs/CLI.md).")
         var json = false
 
-        func run() async throws {
-            let (report, path) = try await options.withStorage { storage in
-                (try await storage.verifyAll(), (storage as? SecretStore)?.vaultPath)
-            }
+        func run(_ context: CommandContext) async throws {
+            let storage = try await context.openStorage(options)
+            let report = try await storage.verifyAll()
+            let path = (storage as? SecretStore)?.vaultPath
             try StandardIO.printOutput(json ? TextLayout.json(report.jsonValue) : Self.text(report))
             guard report.isIntact else {
                 throw VaultError(.tampered, "\(report.failures.count) of \(report.entriesChecked) entries failed their integrity check",

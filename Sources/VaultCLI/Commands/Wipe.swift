@@ -4,7 +4,7 @@ import FoundationEssentials
 
 extension VaultCommand {
     /// `vault wipe`: destroys the vault file, and with `--destroy-key-file` its key file.
-    struct Wipe: AsyncParsableCommand {
+    struct Wipe: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "wipe",
             abstract: "Destroy every credential: overwrite the vault file and its wrapped key, then remove it.",
@@ -40,9 +40,9 @@ extension VaultCommand {
             "Also overwrite and remove the key file (--key-file or VAULT_KEY_FILE): old copies of the vault become undecryptable."))
         var destroyKeyFile = false
 
-        func run() async throws {
+        func run(_ context: CommandContext) async throws {
             if let postgres = try options.storeSelection.postgres {
-                return try await wipePostgres(url: postgres.url, storeName: postgres.storeName)
+                return try await wipePostgres(url: postgres.url, storeName: postgres.storeName, context: context)
             }
             let directory = options.directory
             let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
@@ -65,10 +65,10 @@ extension VaultCommand {
         }
 
         /// `wipe` on a PostgreSQL store: the vault's rows, then (with `--destroy-key-file`) the key file.
-        private func wipePostgres(url: String, storeName: String) async throws {
+        private func wipePostgres(url: String, storeName: String, context: CommandContext) async throws {
             guard !all else { throw UsageError("--all removes the profile of a vault file; a PostgreSQL store has none") }
             let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
-            let support = try PostgresHelper.required()
+            let support = try context.requirePostgres()
             let name = "the PostgreSQL vault '\(TerminalText.escaped(storeName))'"
             if !yes { try Self.confirm(directory: name, keyFile: keyFile, terminal: options.terminal()) }
             let wiped = try await support.destroy(url: url, storeName: storeName, timeout: options.operationTimeout)

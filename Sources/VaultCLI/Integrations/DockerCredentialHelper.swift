@@ -28,7 +28,7 @@ enum DockerCredentialHelper {
     }
 
     /// Runs one action and returns the exit status.
-    static func main(_ arguments: [String]) -> Int32 {
+    static func main(_ arguments: [String], context: CommandContext) -> Int32 {
         guard let action = arguments.last else {
             StandardIO.printError("usage: \(executableName) [--vault DIR] [--key-file FILE] store|get|erase|list|version\n")
             return 1
@@ -36,10 +36,10 @@ enum DockerCredentialHelper {
         do {
             let options = try VaultOptions.parse(Array(arguments.dropLast()) + ["--no-prompt"])
             switch action {
-            case "store": try store(readInput(), options: options)
-            case "get": try StandardIO.printOutput(try get(serverURL(readInput()), options: options))
-            case "erase": try erase(serverURL(readInput()), options: options)
-            case "list": try StandardIO.printOutput(try list(options: options))
+            case "store": try store(readInput(), options: options, context: context)
+            case "get": try StandardIO.printOutput(try get(serverURL(readInput()), options: options, context: context))
+            case "erase": try erase(serverURL(readInput()), options: options, context: context)
+            case "list": try StandardIO.printOutput(try list(options: options, context: context))
             case "version": try StandardIO.printOutput("\(executableName) (vault \(VaultVersion.current))\n")
             default: throw Failure(message: "Unknown credential action `\(TerminalText.escaped(action))`")
             }
@@ -49,11 +49,11 @@ enum DockerCredentialHelper {
             return 1
         } catch let error as VaultError {
             // A vault problem (no key, wrong key, corrupt): docker shows the output line; details on standard error.
-            _ = ErrorReport.report(error)
+            _ = ErrorReport.report(error, oauth: nil)
             try? StandardIO.printOutput("vault: " + error.message + "\n")
             return 1
         } catch {
-            _ = ErrorReport.report(error)
+            _ = ErrorReport.report(error, oauth: nil)
             try? StandardIO.printOutput("vault: " + TerminalText.escaped(String(describing: error)) + "\n")
             return 1
         }
@@ -74,7 +74,7 @@ enum DockerCredentialHelper {
     static func entryName(_ serverURL: String) -> String { namePrefix + serverURL }
 
     /// `store`: `{"ServerURL":…,"Username":…,"Secret":…}`; replaces the server's credential.
-    static func store(_ input: SecureBytes, options: VaultOptions) throws {
+    static func store(_ input: SecureBytes, options: VaultOptions, context: CommandContext) throws {
         let fields = try CredentialJSON.parseObject(input, secretKeys: ["Secret"])
         guard let server = fields.text["ServerURL"], !server.isEmpty else { throw Failure(message: missingServerURLMessage) }
         guard let username = fields.text["Username"], !username.isEmpty else { throw Failure(message: missingUsernameMessage) }
@@ -83,15 +83,15 @@ enum DockerCredentialHelper {
         stored.secrets["secret"] = fields.secrets["Secret"] ?? .empty
         let entry = NewEntry(name: entryName(server), secret: try stored.encoded(order: ["username", "secret"]),
                              kind: username == "<token>" ? .refreshToken : .password, label: "docker credential")
-        try options.openStore().put(entry, replace: true)
+        try context.openStore(options).put(entry, replace: true)
     }
 
     /// `get`: the JSON answer for `serverURL`.
-    static func get(_ serverURL: String, options: VaultOptions) throws -> SecureBytes {
+    static func get(_ serverURL: String, options: VaultOptions, context: CommandContext) throws -> SecureBytes {
         let name = entryName(serverURL)
         let secret: SecureBytes
         do {
-            secret = try options.openStore().secret(named: name)
+            secret = try context.openStore(options).secret(named: name)
         } catch let error as VaultError where error.code == .notFound && SecretStore.exists(in: options.directory) {
             throw Failure(message: notFoundMessage)
         } catch let error as VaultError where error.code == .invalidInput {
@@ -106,9 +106,9 @@ enum DockerCredentialHelper {
     }
 
     /// `erase`: removes the server's credential; a missing one is docker's not-found error.
-    static func erase(_ serverURL: String, options: VaultOptions) throws {
+    static func erase(_ serverURL: String, options: VaultOptions, context: CommandContext) throws {
         do {
-            try options.openStore().remove(named: entryName(serverURL))
+            try context.openStore(options).remove(named: entryName(serverURL))
         } catch let error as VaultError where (error.code == .notFound && SecretStore.exists(in: options.directory))
             || error.code == .invalidInput {
             throw Failure(message: notFoundMessage)
@@ -116,8 +116,8 @@ enum DockerCredentialHelper {
     }
 
     /// `list`: `{"SERVERURL":"USERNAME",…}` for every stored server.
-    static func list(options: VaultOptions) throws -> String {
-        let pairs = try options.openStore().snapshot { view in
+    static func list(options: VaultOptions, context: CommandContext) throws -> String {
+        let pairs = try context.openStore(options).snapshot { view in
             try view.list(owner: "").filter { $0.name.hasPrefix(namePrefix) }.map { metadata in
                 let fields = CredentialFields.parse(try view.secret(named: metadata.name, owner: ""), secretKeys: ["secret"])
                 return (String(metadata.name.dropFirst(namePrefix.count)), fields.text["username"] ?? "")

@@ -14,7 +14,7 @@ enum GitCredentialHelper {
 
     /// Runs one request and returns the exit status.
     /// - Parameter arguments: the arguments after argv[0]; the last is the operation.
-    static func main(_ arguments: [String]) -> Int32 {
+    static func main(_ arguments: [String], context: CommandContext) -> Int32 {
         guard let operation = arguments.last else {
             ErrorReport.show("usage: \(executableName) [--vault DIR] [--key-file FILE] get|store|erase",
                              hint: "git runs it for you: git config --global credential.helper vault")
@@ -27,26 +27,26 @@ enum GitCredentialHelper {
             let request = GitCredential(CredentialFields.parse(input, secretKeys: GitCredential.secretKeys))
             switch operation {
             case "get":
-                if let found = try get(request, options: options) {
+                if let found = try get(request, options: options, context: context) {
                     try StandardIO.printOutput(try found.response())
                 }
-            case "store": try store(request, options: options)
-            case "erase": try erase(request, options: options)
+            case "store": try store(request, options: options, context: context)
+            case "erase": try erase(request, options: options, context: context)
             default: break // gitcredentials(7): unknown operations are silently ignored.
             }
             return VaultExitStatus.success
         } catch {
-            if let status = ErrorReport.report(error) { return status }
+            if let status = ErrorReport.report(error, oauth: nil) { return status }
             ErrorReport.show(TerminalText.escaped(String(describing: error)), hint: nil)
             return VaultExitStatus.usage
         }
     }
 
     /// The newest unexpired stored credential that matches `request`, with its secret.
-    static func get(_ request: GitCredential, options: VaultOptions) throws -> GitCredential? {
+    static func get(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws -> GitCredential? {
         guard request.protocolName != nil || request.host != nil else { return nil }
         let now = Date()
-        return try options.openStore().snapshot { view -> GitCredential? in
+        return try context.openStore(options).snapshot { view -> GitCredential? in
             let candidates = view.list(owner: "").compactMap { metadata -> (EntryMetadata, GitCredential)? in
                 guard !metadata.isExpired(at: now), let stored = GitCredential(entryName: metadata.name),
                       request.matches(stored) else { return nil }
@@ -62,20 +62,20 @@ enum GitCredentialHelper {
 
     /// Stores a complete credential (protocol, host or path, username, password), replacing
     /// the one of the same identity; an incomplete or already expired one is ignored, as git's own helpers do.
-    static func store(_ request: GitCredential, options: VaultOptions) throws {
+    static func store(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws {
         guard request.protocolName != nil, request.host != nil || request.path != nil, request.username != nil,
               let password = request.password, !password.isEmpty else { return }
         if let expiry = request.passwordExpiry, expiry <= Date() { return }
         let entry = NewEntry(name: request.entryName, secret: try request.storedSecret(), kind: .password,
                              label: "git credential", expiresAt: request.passwordExpiry)
-        try options.openStore().put(entry, replace: true)
+        try context.openStore(options).put(entry, replace: true)
     }
 
     /// Removes every stored credential matching `request` (and its password, when git sends one).
     /// A request without protocol and host removes nothing.
-    static func erase(_ request: GitCredential, options: VaultOptions) throws {
+    static func erase(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws {
         guard request.protocolName != nil || request.host != nil else { return }
-        try options.openStore().update { transaction in
+        try context.openStore(options).update { transaction in
             for metadata in transaction.list(owner: "") {
                 guard let stored = GitCredential(entryName: metadata.name), request.matches(stored) else { continue }
                 if let password = request.password {

@@ -48,13 +48,14 @@ package enum VaultExitStatus {
         .sessionExpired: permission,
         .serverUnavailable: serverUnavailable,
         .serverRefused: serverRefused,
+        .unsupportedOperation: usage,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
     static let meanings: [(status: Int32, meaning: String)] = [
         (success, "success"),
         (unexpected, "unexpected error"),
-        (usage, "usage: bad option or value, no key source and no terminal"),
+        (usage, "usage: bad option or value, no key source and no terminal; not available on a fleet session"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
         (notFound, "vault, entry or file not found; nobody signed in"),
         (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost"),

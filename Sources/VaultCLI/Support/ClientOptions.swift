@@ -26,7 +26,7 @@ struct ClientOptions: ParsableArguments {
     var caBundle: String?
 
     /// The configuration to store, with the given authentication and grant.
-    func stored(authMethod: String = "none", grant: String = "refresh_token") throws -> StoredClientConfiguration {
+    func stored(authMethod: ClientAuthMethod = .none, grant: ClientGrant = .refreshToken) throws -> StoredClientConfiguration {
         guard let clientID, !clientID.isEmpty else { throw UsageError("--client-id is required") }
         guard issuer != nil || tokenEndpoint != nil else {
             throw UsageError("give --issuer (or at least --token-endpoint)")

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
@@ -33,7 +38,11 @@ enum EntryNameCompletion {
         if let path = value(of: "--key-file", in: words, before: index) { return try? VaultKey.fromKeyFile(path: path) }
         if let path = value(of: "--passphrase-file", in: words, before: index) { return try? VaultKey.fromPassphraseFile(path: path) }
         if let path = KeySources.environmentValue("VAULT_KEY_FILE") { return try? VaultKey.fromKeyFile(path: path) }
-        if let passphrase = KeySources.environmentSecret("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
+        // Completion runs while the command line is parsed, before the entry pipeline takes the
+        // passphrase out of the environment: read it straight into zeroising memory.
+        if let value = getenv("VAULT_PASSPHRASE"), value.pointee != 0 {
+            return .passphrase(SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: strlen(value))))
+        }
         return nil
     }
 

@@ -22,7 +22,9 @@ struct UsageError: Error, CustomStringConvertible {
 enum ErrorReport {
     /// Reports `error` and returns the exit status, or nil for errors that are not ours
     /// (ArgumentParser's own, which it prints itself).
-    static func report(_ error: any Error) -> Int32? {
+    /// - Parameter oauth: the OAuth client's support, which reports the client's own errors
+    ///   (in the executables that link it).
+    static func report(_ error: any Error, oauth: (any OAuthCommandSupport)?) -> Int32? {
         switch error {
         case let error as VaultError:
             show(error.message + (error.path.map { " (\($0))" } ?? ""), hint: CommandHints.hint(for: error))
@@ -39,7 +41,7 @@ enum ErrorReport {
             return error.exitStatus
         default:
             // The OAuth client's errors, when this executable links it (vault-oauth, vault-postgres).
-            guard let reported = OAuthHelper.report(error) else { return nil }
+            guard let reported = oauth?.report(error) else { return nil }
             show(reported.message, hint: reported.hint)
             return reported.exitStatus
         }

@@ -37,15 +37,6 @@ enum HelpText {
         ("vault status --json | jq -r .state", "The session state, as an app would find it at start-up."),
     ]
 
-    /// Whether this run can print the root's help (and so needs `rootDiscussion`): no
-    /// subcommand named, a root-level flag (`--help`, `--experimental-dump-help`, …) or `help`.
-    /// A run whose first argument names a subcommand shows at most that subcommand's help.
-    static func rootHelpMayBeShown(arguments: [String]) -> Bool {
-        guard arguments.count > 1 else { return true }
-        let first = arguments[1]
-        return first.hasPrefix("-") || first == "help"
-    }
-
     /// The root command's discussion: where keys come from, the environment, the exit
     /// statuses and examples.
     static var rootDiscussion: String {

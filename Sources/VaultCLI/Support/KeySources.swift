@@ -24,11 +24,13 @@ enum KeySources {
     ///   - confirmNew: ask twice when typed, because the passphrase is being set.
     /// - Returns: the key.
     /// - Throws: `UsageError` when there is no source; the errors of reading it.
-    static func current(_ options: VaultOptions, confirmNew: Bool) throws -> VaultKey {
+    ///   - passphrases: the passphrase variables taken out of the environment at start-up.
+    /// Called by `CommandContext.key` only, which keeps the result for the rest of the process.
+    static func current(_ options: VaultOptions, passphrases: CapturedPassphrases, confirmNew: Bool) throws -> VaultKey {
         if let path = options.keyFile { return try VaultKey.fromKeyFile(path: path) }
         if let path = options.passphraseFile { return try VaultKey.fromPassphraseFile(path: path) }
         if let path = environmentValue("VAULT_KEY_FILE") { return try VaultKey.fromKeyFile(path: path) }
-        if let passphrase = environmentSecret("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
+        if let passphrase = passphrases.value("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
         if let terminal = options.terminal() {
             let prompt = confirmNew ? "New passphrase for the vault: " : "Passphrase for \(options.directory): "
             return try ask(terminal, prompt: prompt, confirm: confirmNew)
@@ -42,10 +44,11 @@ enum KeySources {
     /// The new key for `vault passwd`: `--new-key-file`, `--new-passphrase-file`,
     /// `$VAULT_NEW_PASSPHRASE`, or asked twice on the terminal.
     /// - Throws: `UsageError` when there is no source; the errors of reading it.
-    static func new(keyFile: String?, passphraseFile: String?, options: VaultOptions) throws -> VaultKey {
+    static func new(keyFile: String?, passphraseFile: String?, options: VaultOptions,
+                    passphrases: CapturedPassphrases) throws -> VaultKey {
         if let keyFile { return try VaultKey.fromKeyFile(path: keyFile) }
         if let passphraseFile { return try VaultKey.fromPassphraseFile(path: passphraseFile) }
-        if let passphrase = environmentSecret("VAULT_NEW_PASSPHRASE") { return .passphrase(passphrase) }
+        if let passphrase = passphrases.value("VAULT_NEW_PASSPHRASE") { return .passphrase(passphrase) }
         if let terminal = options.terminal() { return try ask(terminal, prompt: "New passphrase: ", confirm: true) }
         throw UsageError(
             "no new key: give --new-key-file FILE, --new-passphrase-file FILE or set VAULT_NEW_PASSPHRASE "
@@ -68,29 +71,10 @@ enum KeySources {
         return .passphrase(first)
     }
 
-    /// True when the key `current` would take can be read again by another process without
-    /// asking anyone: a regular key or passphrase file, or `VAULT_PASSPHRASE` (put back into the
-    /// environment of a helper executable). False for the terminal prompt, no source at all, and
-    /// a file that is not a regular file (a pipe can be read once).
-    static func isRereadable(_ options: VaultOptions) -> Bool {
-        func isRegularFile(_ path: String) -> Bool {
-            var status = stat()
-            return stat(PathText.expandingTilde(path), &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
-        }
-        if let path = options.keyFile ?? options.passphraseFile ?? environmentValue("VAULT_KEY_FILE") { return isRegularFile(path) }
-        return environmentSecret("VAULT_PASSPHRASE") != nil
-    }
-
     /// A non-empty environment variable (not a secret: a path), read with `getenv(3)` so that
     /// the environment is not copied into `String`s.
     static func environmentValue(_ name: String) -> String? {
         guard let value = getenv(name), value.pointee != 0 else { return nil }
         return String(cString: value)
-    }
-
-    /// A passphrase variable, taken out of the environment into zeroising memory at start-up
-    /// (`PassphraseEnvironment`), never into a `String`.
-    static func environmentSecret(_ name: String) -> SecureBytes? {
-        PassphraseEnvironment.value(name)
     }
 }

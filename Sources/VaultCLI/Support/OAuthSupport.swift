@@ -14,19 +14,20 @@ package struct StoredClientConfiguration: Equatable, Sendable {
 
     package var issuer: String?
     package var clientID: String
-    /// "none", "client_secret_basic" or "client_secret_post".
-    package var authMethod: String
-    /// "refresh_token" (a user signs in) or "client_credentials" (a daemon).
-    package var grant: String
+    /// How the client authenticates at the token endpoint.
+    package var authMethod: ClientAuthMethod
+    /// How `vault token` gets a token: a user's refresh token, or the client's own credentials.
+    package var grant: ClientGrant
     package var scopes: [String]
     package var tokenEndpoint: String?
     package var revocationEndpoint: String?
     package var deviceEndpoint: String?
     package var caBundle: String?
 
+    /// The JSON object kept in the profile (or a fleet's store): the RFC spellings of the method and grant.
     var jsonValue: JSONValue {
-        var object: [String: JSONValue] = ["clientId": .string(clientID), "authMethod": .string(authMethod),
-                                           "grant": .string(grant), "scopes": .array(scopes.map(JSONValue.string))]
+        var object: [String: JSONValue] = ["clientId": .string(clientID), "authMethod": .string(authMethod.rawValue),
+                                           "grant": .string(grant.rawValue), "scopes": .array(scopes.map(JSONValue.string))]
         let optional: [(String, String?)] = [("issuer", issuer), ("tokenEndpoint", tokenEndpoint),
                                              ("revocationEndpoint", revocationEndpoint), ("deviceEndpoint", deviceEndpoint),
                                              ("caBundle", caBundle)]
@@ -34,7 +35,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         return .object(object)
     }
 
-    init(issuer: String?, clientID: String, authMethod: String = "none", grant: String = "refresh_token", scopes: [String] = [],
+    init(issuer: String?, clientID: String, authMethod: ClientAuthMethod = .none, grant: ClientGrant = .refreshToken, scopes: [String] = [],
          tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil, caBundle: String? = nil) {
         self.issuer = issuer
         self.clientID = clientID
@@ -47,11 +48,20 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         self.caBundle = caBundle
     }
 
-    init?(_ value: JSONValue?) {
+    /// Reads a stored configuration. - Throws: `.invalidInput` for a method or grant this version does not know.
+    init?(_ value: JSONValue?) throws {
         guard case .object(let members)? = value, let clientID = members["clientId"]?.stringValue else { return nil }
-        self.init(issuer: members["issuer"]?.stringValue, clientID: clientID,
-                  authMethod: members["authMethod"]?.stringValue ?? "none",
-                  grant: members["grant"]?.stringValue ?? "refresh_token",
+        let method = members["authMethod"]?.stringValue ?? ClientAuthMethod.none.rawValue
+        let grant = members["grant"]?.stringValue ?? ClientGrant.refreshToken.rawValue
+        guard let authMethod = ClientAuthMethod(rawValue: method) else {
+            throw VaultError(.invalidInput, "the stored client authentication '\(TerminalText.escaped(method))' is unknown",
+                             fix: "store the client again with 'vault client'")
+        }
+        guard let clientGrant = ClientGrant(rawValue: grant) else {
+            throw VaultError(.invalidInput, "the stored client grant '\(TerminalText.escaped(grant))' is unknown",
+                             fix: "store the client again with 'vault client'")
+        }
+        self.init(issuer: members["issuer"]?.stringValue, clientID: clientID, authMethod: authMethod, grant: clientGrant,
                   scopes: members["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                   tokenEndpoint: members["tokenEndpoint"]?.stringValue,
                   revocationEndpoint: members["revocationEndpoint"]?.stringValue,
@@ -60,7 +70,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
 
     /// The stored configuration, if any.
     static func load(_ options: VaultOptions) throws -> StoredClientConfiguration? {
-        StoredClientConfiguration(try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).load()?.extra[profileKey])
+        try StoredClientConfiguration(try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).load()?.extra[profileKey])
     }
 
     /// Saves it in the profile (the secret is saved separately, in the vault).
@@ -80,7 +90,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
             return nil
         }
         let json = entry.secret.withUnsafeBytes { Array($0) }
-        return StoredClientConfiguration(try JSONValue(parsing: json))
+        return try StoredClientConfiguration(try JSONValue(parsing: json))
     }
 
     /// Saves it in a fleet's store, with the client secret when there is one, in one transaction.
@@ -89,27 +99,27 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         if let secret { entries.append(NewEntry(name: Self.secretEntry, secret: secret, transferable: false)) }
         _ = try await store.storeEntries(entries, replace: true)
     }
+}
 
-    /// The client, with the secret from a fleet's store when the method needs one.
-    func client(secretFrom store: any SecretStorage) async throws -> any CommandOAuthClient {
-        try client(secret: needsSecret ? try await store.readEntry(named: Self.secretEntry, owner: "").secret : nil)
-    }
+/// How an OAuth client authenticates at the token endpoint (RFC 6749 §2.3, OIDC Core §9).
+package enum ClientAuthMethod: String, Sendable, CaseIterable {
+    /// A public client: no secret.
+    case none
+    /// The secret in an `Authorization: Basic` header.
+    case clientSecretBasic = "client_secret_basic"
+    /// The secret in the form body.
+    case clientSecretPost = "client_secret_post"
 
-    /// The client, with the secret from the vault when the method needs one.
-    func client(_ options: VaultOptions) throws -> any CommandOAuthClient {
-        guard needsSecret else { return try client(secret: nil) }
-        let key = try KeySources.current(options, confirmNew: false)
-        return try client(secret: try SecretStore.open(in: options.directory, key: key).secret(named: Self.secretEntry))
-    }
+    /// Whether the method sends a client secret (which is then kept in the vault).
+    package var sendsSecret: Bool { self != .none }
+}
 
-    /// The client, authenticated with `secret` when the method needs one (through `vault-oauth`'s
-    /// OAuth support; `OAuthHelper.ensureLinked()` has handed the command over before this).
-    func client(secret: SecureBytes?) throws -> any CommandOAuthClient {
-        try OAuthHelper.required().client(for: self, secret: secret)
-    }
-
-    /// Whether the authentication method sends a client secret.
-    var needsSecret: Bool { authMethod == "client_secret_basic" || authMethod == "client_secret_post" }
+/// How `vault token` gets a token for a stored client.
+package enum ClientGrant: String, Sendable, CaseIterable {
+    /// A user signed in; the token is refreshed with the refresh token (RFC 6749 §6).
+    case refreshToken = "refresh_token"
+    /// A daemon: the client fetches a token for itself (RFC 6749 §4.4).
+    case clientCredentials = "client_credentials"
 }
 
 /// The OAuth client's use by the commands.
@@ -124,12 +134,5 @@ enum OAuthSupport {
             try? await client.shutdown()
             throw error
         }
-    }
-
-    /// A session whose expiry judgement uses `leeway` seconds (60 when nil).
-    static func session(_ options: VaultOptions, leeway: Int64?) throws -> SessionManager {
-        let key = SecretStore.exists(in: options.directory) ? try KeySources.current(options, confirmNew: false) : nil
-        return SessionManager(directory: options.directory, key: key,
-                              configuration: SessionConfiguration(leeway: .seconds(leeway ?? 60), lockTimeout: options.lockTimeout))
     }
 }

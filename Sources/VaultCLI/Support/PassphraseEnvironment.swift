@@ -3,13 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 import VaultCrypto
 
 /// `VAULT_PASSPHRASE` and `VAULT_NEW_PASSPHRASE`, taken out of the environment before anything
 /// else runs.
 ///
-/// At start-up (`VaultCommand.main`, before parsing) each is copied with `getenv(3)` straight
+/// At start-up (the entry pipeline, once the executable that runs the command is settled) each is copied with `getenv(3)` straight
 /// into zeroising `SecureBytes`, never into a `String`; then its bytes in the environment
 /// block are overwritten with zeros in place and the variable is removed with `unsetenv(3)`.
 /// So no later reader of the environment (Foundation's `ProcessInfo.environment` builds a
@@ -20,16 +19,17 @@ enum PassphraseEnvironment {
     /// The variables taken.
     static let names = ["VAULT_PASSPHRASE", "VAULT_NEW_PASSPHRASE"]
 
-    private static let taken = Mutex<[String: SecureBytes]>([:])
-
-    /// Takes every variable in `names` out of the environment. Call once, first thing.
-    static func capture() {
+    /// Takes every variable in `names` out of the environment. Called once, by the entry
+    /// pipeline, after the command was handed to the executable that runs it (so a helper
+    /// executable finds the variables where the caller put them, and `vault` never puts one back).
+    /// - Returns: the non-empty values, in zeroising memory.
+    static func capture() -> CapturedPassphrases {
+        var taken: [String: SecureBytes] = [:]
         for name in names {
             guard let value = getenv(name) else { continue }
             let length = strlen(value)
             if length > 0 {
-                let bytes = SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: length))
-                taken.withLock { $0[name] = bytes }
+                taken[name] = SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: length))
             }
             // Drop the variable, then zero its whole "NAME=value" string where it is (the
             // initial environment lives on the stack and is what /proc/PID/environ shows;
@@ -38,29 +38,19 @@ enum PassphraseEnvironment {
             unsetenv(name)
             memset(entryStart, 0, name.utf8.count + 1 + length)
         }
+        return CapturedPassphrases(values: taken)
     }
+}
 
-    /// Puts the variables taken back into the environment, right before this process is replaced
-    /// by a helper executable (`HelperExecutable.execute`): the helper gets the environment this
-    /// process was started with, and takes them out again first thing. `capture()` takes them
-    /// out again if the handover fails.
-    static func restoreForHandOver() {
-        for (name, value) in taken.withLock({ $0 }) {
-            var text = [UInt8](repeating: 0, count: value.count + 1)
-            value.withUnsafeBytes { bytes in
-                for (index, byte) in bytes.enumerated() { text[index] = byte }
-            }
-            text.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { characters in
-                    if let start = characters.baseAddress { _ = setenv(name, start, 1) }
-                }
-            }
-            SecureWipe.wipe(&text)
-        }
-    }
+/// The passphrase variables as the process found them (`PassphraseEnvironment.capture()`),
+/// held by the command context.
+struct CapturedPassphrases: Sendable {
+    /// Variable name to value; only non-empty values.
+    let values: [String: SecureBytes]
+
+    /// None (the git and docker helpers' tests, a process that captured nothing).
+    static let none = CapturedPassphrases(values: [:])
 
     /// The non-empty value `name` had at start-up.
-    static func value(_ name: String) -> SecureBytes? {
-        taken.withLock { $0[name] }
-    }
+    func value(_ name: String) -> SecureBytes? { values[name] }
 }

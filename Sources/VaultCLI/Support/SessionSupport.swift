@@ -1,29 +1,13 @@
+#if canImport(Glibc)
 import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
 import CredentialVault
 import FoundationEssentials
 import VaultCrypto
 
 extension VaultOptions {
-    /// A session over the vault directory. The key is looked up only when a vault exists
-    /// or `needsKey` is set; when none can be found for an existing vault, the session is
-    /// created locked (status reports `unavailable: locked`).
-    func sessionManager(needsKey: Bool) throws -> SessionManager {
-        try requireFileStore()
-        let directory = directory
-        let exists = SecretStore.exists(in: directory)
-        let key: VaultKey?
-        if needsKey {
-            key = try KeySources.current(self, confirmNew: !exists)
-        } else if exists {
-            key = try? KeySources.current(self, confirmNew: false)
-        } else {
-            key = nil
-        }
-        var configuration = SessionConfiguration(lockTimeout: lockTimeout)
-        configuration.acceptRollback = acceptRollback
-        return SessionManager(directory: directory, key: key, configuration: configuration)
-    }
-
     /// True when the vault directory holds neither a vault nor a profile: nothing to read,
     /// and a read command must not create them (`status` and `token` say so instead).
     var hasNoSession: Bool {

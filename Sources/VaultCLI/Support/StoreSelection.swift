@@ -51,43 +51,6 @@ extension VaultOptions {
                          fix: "leave out --store and VAULT_STORE; on PostgreSQL use the entry commands, migrate-store, and the session commands with --session NAME")
     }
 
-    /// Opens the selected store (the vault file, or PostgreSQL) with the key from `KeySources`.
-    /// - Throws: the errors of `SecretStore.open` or `PostgresSecretStore.open` (`.serverUnavailable`).
-    func openStorage() async throws -> any SecretStorage {
-        guard let postgres = try storeSelection.postgres else { return try openStore() }
-        let support = try PostgresHelper.required()
-        return try await support.open(url: postgres.url, storeName: postgres.storeName,
-                                      key: try KeySources.current(self, confirmNew: false), timeout: operationTimeout)
-    }
-
-    /// The PostgreSQL store, for the fleet-session commands (`signin`, `token`, `refresh`, `signout`,
-    /// `status`, `client` with `--store`). - Throws: `.invalidInput` for the vault file.
-    func openFleetSessions() async throws -> any FleetSessionStore {
-        guard let postgres = try storeSelection.postgres else {
-            throw VaultError(.invalidInput, "fleet sessions live in a PostgreSQL store", fix: "give --store postgres://…")
-        }
-        return try await PostgresHelper.required().open(url: postgres.url, storeName: postgres.storeName,
-                                                        key: try KeySources.current(self, confirmNew: false), timeout: operationTimeout)
-    }
-
-    /// Opens the fleet-session store, runs `body`, and closes it whatever happens.
-    func withFleetSessions<T>(_ body: (any FleetSessionStore) async throws -> T) async throws -> T {
-        try await Self.closing(try await openFleetSessions(), { await $0.closeStorage() }, body)
-    }
-
-    /// Creates a new vault in the selected store; a passphrase typed on the terminal is asked for twice.
-    func createStorage(allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
-        guard let postgres = try storeSelection.postgres else { return try createStore(allowWeakPassphrase: allowWeakPassphrase) }
-        let support = try PostgresHelper.required()
-        return try await support.create(url: postgres.url, storeName: postgres.storeName,
-                                        key: try KeySources.current(self, confirmNew: true), timeout: operationTimeout)
-    }
-
-    /// Opens the selected store, runs `body`, and closes the store (its connection pool) whatever happens.
-    func withStorage<T>(_ body: (any SecretStorage) async throws -> T) async throws -> T {
-        try await Self.closing(try await openStorage(), { await $0.closeStorage() }, body)
-    }
-
     /// Runs `body` on `storage`, then `close`s it whatever happened.
     static func closing<S, T>(_ storage: S, _ close: (S) async -> Void, _ body: (S) async throws -> T) async throws -> T {
         do {

@@ -4,8 +4,8 @@ import VaultCrypto
 
 /// The options every vault command takes: where the vault is and what opens it.
 ///
-/// Commands include it with `@OptionGroup var options: VaultOptions` and call
-/// `openStore()` or `createStore()`; the key comes from `KeySources`.
+/// Commands include it with `@OptionGroup var options: VaultOptions` and hand it to the
+/// `CommandContext`, which finds the key and opens the store with these options.
 struct VaultOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The vault directory (default: $VAULT_DIR, else $XDG_DATA_HOME/vault, else ~/.local/share/vault).",
@@ -64,31 +64,4 @@ struct VaultOptions: ParsableArguments {
 
     /// The terminal to ask on, or nil under `--no-prompt` or without one.
     func terminal() -> Terminal? { Terminal.controlling(allowPrompt: !noPrompt) }
-
-    /// Opens the existing vault with the key from `KeySources`.
-    /// - Throws: `.notFound` before any passphrase is asked for when there is no vault; the errors of `SecretStore.open`.
-    /// - Parameter allowWeakPassphrase: let `changeKey` accept a weak new passphrase (`vault passwd`).
-    func openStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
-        try requireFileStore()
-        let directory = directory
-        guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
-        var options = storeOptions
-        options.allowsWeakPassphrase = allowWeakPassphrase
-        return try SecretStore.open(in: directory, key: try KeySources.current(self, confirmNew: false), options: options)
-    }
-
-    /// Creates a new vault; a passphrase typed on the terminal is asked for twice.
-    /// - Parameter allowWeakPassphrase: accept a passphrase under `PassphraseStrength.minimumBytes`.
-    /// - Throws: `.alreadyExists` before any passphrase is asked for; the errors of `SecretStore.create`.
-    func createStore(allowWeakPassphrase: Bool = false) throws -> SecretStore {
-        try requireFileStore()
-        let directory = directory
-        if SecretStore.exists(in: directory) {
-            throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
-                             fix: "use it, choose another --vault DIR, or destroy it with 'vault wipe'")
-        }
-        var options = storeOptions
-        options.allowsWeakPassphrase = allowWeakPassphrase
-        return try SecretStore.create(in: directory, key: try KeySources.current(self, confirmNew: true), options: options)
-    }
 }

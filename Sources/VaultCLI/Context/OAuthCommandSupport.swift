@@ -1,12 +1,12 @@
 import CredentialVault
-import Synchronization
 import VaultCrypto
 
 /// What the OAuth client adds to the command line. `vault-oauth` (Sources/VaultOAuthMain) and
 /// `vault-postgres` link `CredentialVaultOAuth` (async-http-client, SwiftNIO and NIO-SSL's
 /// BoringSSL) and provide it (`VaultOAuthCLI`); `vault` does not link that stack, so that the
 /// commands that never talk to a server start faster and the binary stays small, and hands a
-/// command that will talk to an authorization server to `vault-oauth` (`OAuthHelper`).
+/// command that will talk to an authorization server to `vault-oauth` (the entry pipeline,
+/// `ContextCommand.oauthHandOver`).
 package protocol OAuthCommandSupport: Sendable {
     /// A client for `configuration`, authenticated with `secret` when its method needs one.
     func client(for configuration: StoredClientConfiguration, secret: SecureBytes?) throws -> any CommandOAuthClient
@@ -48,44 +48,5 @@ package struct ReportedError: Sendable {
         self.message = message
         self.hint = hint
         self.exitStatus = exitStatus
-    }
-}
-
-/// Hands a command that will talk to an authorization server to `vault-oauth`, the same commands
-/// linked with the OAuth client, before it reads anything (`HelperExecutable`).
-enum OAuthHelper {
-    /// The helper executable.
-    static let executable = HelperExecutable(name: "vault-oauth", purpose: "talking to an OAuth server",
-                                             fix: "install vault with its helpers (scripts/install, or the .deb)")
-
-    /// The OAuth support of this executable: set by `vault-oauth` and `vault-postgres`, nil in `vault`.
-    static let support = Mutex<(any OAuthCommandSupport)?>(nil)
-
-    /// True in the executables that link the OAuth client.
-    static var isLinked: Bool { support.withLock { $0 } != nil }
-
-    /// Returns when this executable links the OAuth client; otherwise replaces the process with
-    /// `vault-oauth` (same arguments and environment), or exits 66 when it is not installed.
-    /// Called in a command's `run()` before it reads standard input, asks for a key or writes,
-    /// so the helper starts from scratch.
-    static func ensureLinked() {
-        if !isLinked { executable.execute() }
-    }
-
-    /// As `ensureLinked()`, but returns when `vault-oauth` is not installed: for a command that
-    /// can do its local part without the server (`signout` wipes, and reports the tokens unrevoked).
-    static func handOverIfInstalled() {
-        if !isLinked { executable.executeIfInstalled() }
-    }
-
-    /// The support, or an error naming the missing helper.
-    static func required() throws -> any OAuthCommandSupport {
-        if let support = support.withLock({ $0 }) { return support }
-        throw executable.missing()
-    }
-
-    /// How an error of the OAuth client is reported, when this executable links it.
-    static func report(_ error: any Error) -> ReportedError? {
-        support.withLock { $0 }?.report(error)
     }
 }

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#else
+#error("vault runs on Linux (Glibc)")
+#endif
+import ArgumentParser
+import CredentialVault
+import VaultCrypto
+
+/// The entry point the three executables call: `vault` (Sources/VaultMain), `vault-oauth`
+/// (Sources/VaultOAuthMain, which links the OAuth client) and `vault-postgres`
+/// (Sources/VaultPostgresMain, which links the OAuth client and the PostgreSQL store).
+///
+/// One pipeline, in a fixed order:
+/// 1. the hand-over marker is taken out of the environment (a helper knows it was handed a command);
+/// 2. **personalities**: argv[0] `git-credential-vault`, `docker-credential-vault` or
+///    `vault-clipboard-clearer` runs that command of its own;
+/// 3. **store routing**: a command line or `VAULT_STORE` naming a PostgreSQL store goes to `vault-postgres`;
+/// 4. **parse** (`CommandParser`);
+/// 5. **hand-over**: a command whose `oauthHandOver` says so goes to `vault-oauth`. Steps 3 and 5
+///    are the only places the process is replaced (`HelperExecutable.replaceProcess`), before any
+///    key, prompt, standard input or environment variable is read;
+/// 6. the process is hardened and the passphrases taken out of the environment;
+/// 7. the command **runs** with one `CommandContext`;
+/// 8. an error is **reported** as `vault: …` with its exit status.
+///
+/// Nothing here is process-wide mutable state: what the executable links is passed in, and
+/// what the run resolves lives in the context.
+package enum VaultEntryPoint {
+    /// Runs the `vault` command line and exits.
+    /// - Parameters:
+    ///   - postgres: what the PostgreSQL store adds, when the executable links it.
+    ///   - oauth: what the OAuth client adds, when the executable links it.
+    package static func run(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?) async -> Never {
+        let arrivedAs = HelperExecutable.takeHandOverMarker()
+        let arguments = CommandLine.arguments
+
+        if let personality = Personality(invokedAs: arguments.first ?? "") {
+            let context = prepareProcess(oauth: oauth, postgres: postgres)
+            CryptoLibrary.initializeForCommandLine()
+            exit(personality.run(Array(arguments.dropFirst()), context: context))
+        }
+
+        if postgres == nil, StoreRouting.needsPostgres(arguments: arguments) {
+            HelperExecutable.postgres.replaceProcess(arrivedAs: arrivedAs)
+        }
+
+        let parsed: ParsableCommand
+        do {
+            parsed = try CommandParser.parse(arguments)
+        } catch {
+            VaultCommand.exit(withError: error)
+        }
+        guard let command = parsed as? any ContextCommand else {
+            // Not one of vault's commands: the parser's own (`vault help get`), which prints a
+            // help page when it runs, and needs nothing of the context.
+            var parserCommand = parsed
+            do {
+                try parserCommand.run()
+            } catch {
+                VaultCommand.exit(withError: error)
+            }
+            exit(VaultExitStatus.success)
+        }
+
+        if oauth == nil {
+            switch command.oauthHandOver {
+            case .never: break
+            case .always: HelperExecutable.oauth.replaceProcess(arrivedAs: arrivedAs)
+            case .whenInstalled: HelperExecutable.oauth.replaceProcessIfInstalled(arrivedAs: arrivedAs)
+            }
+        }
+
+        let context = prepareProcess(oauth: oauth, postgres: postgres)
+        // The process's first libcrypto call, once the command is known (so `--version` and
+        // help never load OpenSSL): openssl.cnf is honoured, its error texts are not loaded.
+        CryptoLibrary.initializeForCommandLine()
+        let status: Int32
+        do {
+            try await command.run(context)
+            status = VaultExitStatus.success
+        } catch {
+            await context.close()
+            guard let reported = ErrorReport.report(error, oauth: oauth) else { VaultCommand.exit(withError: error) }
+            exit(reported)
+        }
+        await context.close()
+        exit(status)
+    }
+
+    /// Before a command runs: no core dumps and no ptrace by other processes (secrets will be in
+    /// memory), the passphrases taken out of the environment (`PassphraseEnvironment`), and
+    /// `EPIPE` as an error instead of a silent death by `SIGPIPE`, so that `vault get NAME | head -c0`
+    /// reports the failed write.
+    /// - Returns: the context the command runs with.
+    private static func prepareProcess(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?) -> CommandContext {
+        ProcessHardening.disableCoreDumps()
+        let passphrases = PassphraseEnvironment.capture()
+        _ = signal(SIGPIPE, SIG_IGN)
+        return CommandContext(oauth: oauth, postgres: postgres, passphrases: passphrases)
+    }
+}

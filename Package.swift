@@ -7,6 +7,7 @@ import PackageDescription
 // VaultPostgresMain (vault-postgres) → VaultOAuthCLI + CredentialVaultPostgres.
 // CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); neither the core nor `vault` links the network.
 // CredentialVaultPostgres → CredentialVault (+ PostgresNIO): the fleet store, a product of its own.
+// Benchmarks/Package.swift and Examples/Package.swift are packages of their own that depend on this one.
 let package = Package(
     name: "vault",
     platforms: [.macOS(.v15)],
@@ -118,31 +119,6 @@ let package = Package(
             dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
             path: "Tests/Workers/VaultPostgresTestWorker"
         ),
-        // The PostgreSQL store's latency and throughput next to a bare SELECT (scripts/bench-postgres).
-        .executableTarget(
-            name: "VaultPostgresBench",
-            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto",
-                           .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "NIOCore", package: "swift-nio")]
-        ),
-        // In-process figures for scripts/bench (docs/BENCHMARKS.md); not a product.
-        .executableTarget(
-            name: "VaultBench",
-            dependencies: ["CredentialVault", "VaultCrypto"]
-        ),
-        // The five flows of docs/SESSIONS.md and the DocC articles, as small programs the
-        // tests build and run (ExamplesTests), so the documentation cannot drift from the API.
-        .target(name: "ExampleSupport", dependencies: ["CredentialVault"], path: "Examples/ExampleSupport"),
-        .executableTarget(name: "AnonymousModeExample", dependencies: ["CredentialVault", "ExampleSupport"],
-                          path: "Examples/AnonymousMode"),
-        .executableTarget(name: "GuestSignInExample", dependencies: ["CredentialVault", "ExampleSupport"],
-                          path: "Examples/GuestSignIn"),
-        .executableTarget(name: "GuestPurchasesExample", dependencies: ["CredentialVault", "ExampleSupport"],
-                          path: "Examples/GuestPurchases"),
-        .executableTarget(name: "LaunchLoaderExample", dependencies: ["CredentialVault", "ExampleSupport"],
-                          path: "Examples/LaunchLoader"),
-        .executableTarget(name: "OnboardingExample", dependencies: ["CredentialVault", "ExampleSupport"],
-                          path: "Examples/Onboarding"),
         .testTarget(
             name: "VaultCryptoTests",
             dependencies: ["VaultCrypto"],
@@ -150,18 +126,29 @@ let package = Package(
         ),
         .testTarget(
             name: "CredentialVaultTests",
-            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker", "AnonymousModeExample", "GuestSignInExample",
-                           "GuestPurchasesExample", "LaunchLoaderExample", "OnboardingExample"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker"],
             resources: [.copy("Fixtures")]
+        ),
+        // The real authorization server as the OAuth suites use it (scripts/oauth-server starts it).
+        .target(
+            name: "OAuthServerSupport",
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
+            path: "Tests/Support/OAuthServerSupport"
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "VaultOAuthTestWorker", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain",
-                           "CredentialVaultPostgres", "VaultPostgresTestWorker"]
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "OAuthServerSupport", "VaultOAuthTestWorker"]
         ),
         .testTarget(
             name: "CredentialVaultPostgresTests",
-            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "VaultPostgresTestWorker"]
+            dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "VaultPostgresTestWorker",
+                           "CredentialVaultOAuth", "OAuthServerSupport"]
+        ),
+        // The OAuth commands against the real server, through the built executables.
+        .testTarget(
+            name: "VaultOAuthCLITests",
+            dependencies: ["VaultOAuthCLI", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "OAuthServerSupport",
+                           "VaultMain", "VaultOAuthMain", "VaultPostgresMain"]
         ),
         .testTarget(
             name: "VaultCLITests",

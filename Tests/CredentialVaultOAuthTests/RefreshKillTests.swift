@@ -1,6 +1,7 @@
 import CredentialVault
 import CredentialVaultOAuth
 import Foundation
+import OAuthServerSupport
 import Testing
 import VaultCrypto
 

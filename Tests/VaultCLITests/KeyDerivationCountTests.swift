@@ -8,7 +8,9 @@ import Testing
 /// scrypt is counted where it happens: an `LD_PRELOAD` library (built here with cc) wraps
 /// libcrypto's `EVP_PBE_scrypt` and appends a line per derivation to a log; nothing in vault
 /// knows about it.
-@Suite(.enabled(if: ScryptCounter.compilerPath != nil, "needs cc to build the counting library"))
+@Suite(.enabled(if: ScryptCounter.compilerPath != nil, "needs cc to build the counting library"),
+       .disabled(if: ProcessInfo.processInfo.environment["VAULT_SANITIZER"] != nil,
+                 "an uninstrumented LD_PRELOAD interposer beside a sanitizer's runtime; counted in the plain run"))
 struct KeyDerivationCountTests {
     static let passphrase = "correct horse battery staple"
 

@@ -219,11 +219,10 @@ package final class CommandContext: Sendable {
         case .required, .whenVaultExists:
             return SessionManager(store: try openStore(options), configuration: configuration)
         case .ifAvailable:
-            if keyIfAvailable(options) != nil, let store = try? openStore(options) {
-                return SessionManager(store: store, configuration: configuration)
-            }
-            // Locked, or the store failed to open: the session reports why (`unavailable`).
-            return SessionManager(directory: options.directory, key: memo.withLock { $0.key }, configuration: configuration)
+            // Not opened here: the session opens the vault only if the profile names a user
+            // (`status` of a guest reads no vault), and reports a locked or unreadable one as
+            // `unavailable`. Nothing else in such a command opens the store.
+            return SessionManager(directory: options.directory, key: keyIfAvailable(options), configuration: configuration)
         }
     }
 

@@ -2,6 +2,7 @@ import CredentialVault
 import CredentialVaultOAuth
 import CredentialVaultPostgres
 import Foundation
+import OAuthServerSupport
 import Testing
 import VaultCrypto
 

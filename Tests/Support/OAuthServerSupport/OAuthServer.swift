@@ -4,24 +4,27 @@ import Foundation
 import Testing
 import VaultCrypto
 
+/// Test support shared by the OAuth suites (CredentialVaultOAuthTests, VaultOAuthCLITests,
+/// CredentialVaultPostgresTests' fleet refresh test).
+///
 /// The real authorization server (django-oauth-toolkit) that `scripts/oauth-server` started:
 /// its folder comes in `VAULT_OAUTH_SERVER` (scripts/test sets it). Without it the suites
 /// skip on a developer machine and fail under CI=true.
-struct OAuthServer: Sendable {
-    static let folder = ProcessInfo.processInfo.environment["VAULT_OAUTH_SERVER"]
+package struct OAuthServer: Sendable {
+    package static let folder = ProcessInfo.processInfo.environment["VAULT_OAUTH_SERVER"]
     /// Run the suites: a server is there, or this is CI (where a missing one must fail).
-    static let shouldRun = folder != nil || ProcessInfo.processInfo.environment["CI"] == "true"
+    package static let shouldRun = folder != nil || ProcessInfo.processInfo.environment["CI"] == "true"
 
-    static var repositoryRoot: String {
+    package static var repositoryRoot: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().path
     }
 
-    let facts: [String: JSONValue]
-    let directory: String
+    package let facts: [String: JSONValue]
+    package let directory: String
 
     /// The running server, or a failure naming why there is none.
-    static func require() throws -> OAuthServer {
+    package static func require() throws -> OAuthServer {
         guard let folder else {
             throw ServerFailure("no OAuth server: VAULT_OAUTH_SERVER is not set (run the tests through scripts/test, "
                                 + "or scripts/oauth-server run -- swift test)")
@@ -31,29 +34,29 @@ struct OAuthServer: Sendable {
         return OAuthServer(facts: facts, directory: folder)
     }
 
-    func string(_ key: String) throws -> String {
+    package func string(_ key: String) throws -> String {
         guard let value = facts[key]?.stringValue else { throw ServerFailure("server.json lacks \(key)") }
         return value
     }
 
-    func url(_ key: String) throws -> URL {
+    package func url(_ key: String) throws -> URL {
         guard let url = URL(string: try string(key)) else { throw ServerFailure("\(key) is not a URL") }
         return url
     }
 
-    var issuer: URL { get throws { try url("issuer") } }
-    var tokenEndpoint: URL { get throws { try url("token_endpoint") } }
-    var standIn: URL { get throws { try url("standin") } }
-    var userID: String { get throws { try string("user_id") } }
+    package var issuer: URL { get throws { try url("issuer") } }
+    package var tokenEndpoint: URL { get throws { try url("token_endpoint") } }
+    package var standIn: URL { get throws { try url("standin") } }
+    package var userID: String { get throws { try string("user_id") } }
 
-    func secret(_ role: String) throws -> SecureBytes {
+    package func secret(_ role: String) throws -> SecureBytes {
         let text = try String(contentsOfFile: try string(role + "_secret_file"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return SecureBytes(copying: Array(text.utf8))
     }
 
     /// A client of the public device app (discovery from the issuer).
-    func deviceClient(scopes: [String] = ["openid", "read"], retry: RetryPolicy = RetryPolicy(baseDelay: .milliseconds(50))) throws -> OAuthClient {
+    package func deviceClient(scopes: [String] = ["openid", "read"], retry: RetryPolicy = RetryPolicy(baseDelay: .milliseconds(50))) throws -> OAuthClient {
         // django-oauth-toolkit lists its device endpoint in neither metadata document: configured here.
         try OAuthClient(configuration: OAuthConfiguration(
             issuer: issuer, endpoints: OAuthEndpoints(deviceAuthorization: try url("device_authorization_endpoint")),
@@ -61,7 +64,7 @@ struct OAuthServer: Sendable {
     }
 
     /// A client of the confidential app.
-    func confidentialClient(post: Bool = false) throws -> OAuthClient {
+    package func confidentialClient(post: Bool = false) throws -> OAuthClient {
         let secret = try secret("confidential")
         return try OAuthClient(configuration: OAuthConfiguration(
             issuer: issuer, clientID: try string("confidential_client_id"),
@@ -69,7 +72,7 @@ struct OAuthServer: Sendable {
     }
 
     /// Runs scripts/oauth-server with `arguments`, `input` on stdin; returns stdout.
-    func script(_ arguments: [String], input: SecureBytes? = nil) throws -> [UInt8] {
+    package func script(_ arguments: [String], input: SecureBytes? = nil) throws -> [UInt8] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.repositoryRoot + "/scripts/oauth-server")
         process.arguments = arguments
@@ -88,17 +91,17 @@ struct OAuthServer: Sendable {
     }
 
     /// The user's browser approving (or denying) the device code.
-    func approve(_ authorization: DeviceAuthorization, deny: Bool = false) throws {
+    package func approve(_ authorization: DeviceAuthorization, deny: Bool = false) throws {
         _ = try script(["approve", directory, authorization.userCode] + (deny ? ["--deny"] : []))
     }
 
     /// Tokens for the test user through the confidential client.
-    func passwordGrant(scope: String = "read") throws -> Credentials {
+    package func passwordGrant(scope: String = "read") throws -> Credentials {
         try TokenResponse.parse(try script(["password-grant", directory, scope]), receivedAt: Date())
     }
 
     /// What the server's own database says of `token`.
-    func records(of token: SecureBytes) throws -> TokenRecord {
+    package func records(of token: SecureBytes) throws -> TokenRecord {
         guard case .object(let members) = try JSONValue(parsing: try script(["records", directory], input: token)) else {
             throw ServerFailure("records: not a JSON object")
         }
@@ -109,7 +112,7 @@ struct OAuthServer: Sendable {
 
     /// Waits (at most 5 s) until the server's access log has not grown for 200 ms: what a killed
     /// process had sent is then processed, as it would be long before a real next launch.
-    func waitUntilIdle() async throws {
+    package func waitUntilIdle() async throws {
         let log = directory + "/server.log"
         func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: log))?[.size] as? Int) ?? 0 }
         let deadline = ContinuousClock.now + .seconds(5)
@@ -123,7 +126,7 @@ struct OAuthServer: Sendable {
     }
 
     /// How many requests the stand-in got per mode ("500", "garbage", "slow").
-    func standInCounts() throws -> [String: Int] {
+    package func standInCounts() throws -> [String: Int] {
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/standin-counts.json"))
         guard case .object(let members) = try JSONValue(parsing: data) else { return [:] }
         return members.compactMapValues { $0.intValue }
@@ -131,24 +134,24 @@ struct OAuthServer: Sendable {
 }
 
 /// A token as the server's database sees it.
-struct TokenRecord: Sendable {
-    var kind: String
-    var revoked: Bool
-    var refreshGrants: Int?
-    var liveInFamily: Int?
+package struct TokenRecord: Sendable {
+    package var kind: String
+    package var revoked: Bool
+    package var refreshGrants: Int?
+    package var liveInFamily: Int?
 }
 
-struct ServerFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+package struct ServerFailure: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// A session folder with its own key file, removed at the end.
-struct SessionFolder {
-    let path: String
-    let keyPath: String
+package struct SessionFolder {
+    package let path: String
+    package let keyPath: String
 
-    init() throws {
+    package init() throws {
         path = NSTemporaryDirectory() + "vault-oauth-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -156,17 +159,17 @@ struct SessionFolder {
         try VaultKey.generateKeyFile(path: keyPath)
     }
 
-    func session(leeway: Duration = .zero) throws -> SessionManager {
+    package func session(leeway: Duration = .zero) throws -> SessionManager {
         SessionManager(directory: path + "/vault", key: try VaultKey.fromKeyFile(path: keyPath),
                        configuration: SessionConfiguration(leeway: leeway, lockTimeout: .seconds(60)))
     }
 
-    func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
+    package func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 extension Credentials {
     /// The same tokens, expired a minute ago by our clock (the server still takes the access token).
-    var expiredLocally: Credentials {
+    package var expiredLocally: Credentials {
         var copy = self
         copy.expiresAt = Date().addingTimeInterval(-60)
         return copy
@@ -175,8 +178,8 @@ extension Credentials {
 
 
 /// Locates an executable built next to the test bundle.
-enum BuiltProducts {
-    static func path(of name: String) throws -> String {
+package enum BuiltProducts {
+    package static func path(of name: String) throws -> String {
         var candidates: [URL] = []
         if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
         candidates.append(Bundle.main.bundleURL)
@@ -192,8 +195,8 @@ enum BuiltProducts {
 /// Runs one built worker as `processes` processes at once (each with `arguments`, the
 /// confidential client's secret file in its environment) and returns each one's exit status
 /// and trimmed output, in start order.
-enum ConcurrentWorkers {
-    static func run(_ name: String, processes: Int, arguments: [String], server: OAuthServer) throws -> [(status: Int32, output: String)] {
+package enum ConcurrentWorkers {
+    package static func run(_ name: String, processes: Int, arguments: [String], server: OAuthServer) throws -> [(status: Int32, output: String)] {
         let worker = try BuiltProducts.path(of: name)
         var running: [(Process, Pipe)] = []
         for _ in 0..<processes {

@@ -100,4 +100,24 @@ import VaultCrypto
             #expect(throws: (any Error).self) { try CredentialJSON.parseObject(SecureBytes(copying: Array(bad.utf8)), secretKeys: []) }
         }
     }
+
+    /// `list` is machine output: JSON-escaped (a user name with U+2028, a C1 control and a bidi
+    /// override stays valid JSON and reads back the same), never terminal-escaped; and a secret's
+    /// trailing CR is kept.
+    @Test func listIsValidJSONForAnyUserNameAndASecretKeepsItsCarriageReturn() throws {
+        let world = try World()
+        defer { world.sandbox.cleanUp() }
+        let username = "al\u{2028}ice\u{85}\u{202E}"
+        let request = try JSONSerialization.data(withJSONObject: ["ServerURL": "https://r.example", "Username": username, "Secret": "s3cr\r"])
+        #expect(try world.run("store", String(decoding: request, as: UTF8.self)).status == 0)
+        let list = try world.run("list", "")
+        #expect(list.status == 0)
+        let parsed = try #require(try JSONSerialization.jsonObject(with: list.stdout) as? [String: String], "\(list.stdoutText)")
+        #expect(parsed == ["https://r.example": username])
+        #expect(!list.stdoutText.contains("\\u{"), "no terminal escapes in JSON")
+        let get = try world.run("get", "https://r.example")
+        let answer = try #require(try JSONSerialization.jsonObject(with: get.stdout) as? [String: String])
+        #expect(answer["Secret"] == "s3cr\r")
+        #expect(answer["Username"] == username)
+    }
 }

@@ -16,7 +16,9 @@ struct CredentialFields: Sendable {
     /// - Parameters:
     ///   - bytes: the input.
     ///   - secretKeys: keys whose values are kept as `SecureBytes`.
-    static func parse(_ bytes: SecureBytes, secretKeys: Set<String>) -> CredentialFields {
+    ///   - storedRecord: the bytes are a record `encoded(order:)` wrote (lines end in LF only, and a
+    ///     value's own trailing CR is kept); otherwise protocol input, where CRLF ends a line too.
+    static func parse(_ bytes: SecureBytes, secretKeys: Set<String>, storedRecord: Bool = false) -> CredentialFields {
         var fields = CredentialFields()
         bytes.withUnsafeBytes { raw in
             var start = 0
@@ -24,7 +26,7 @@ struct CredentialFields: Sendable {
                 var end = start
                 while end < raw.count, raw[end] != 0x0A { end += 1 }
                 var lineEnd = end
-                if lineEnd > start, raw[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+                if !storedRecord, lineEnd > start, raw[lineEnd - 1] == 0x0D { lineEnd -= 1 }
                 if lineEnd == start { break }
                 if let equals = (start..<lineEnd).first(where: { raw[$0] == UInt8(ascii: "=") }) {
                     let key = String(decoding: UnsafeRawBufferPointer(rebasing: raw[start..<equals]), as: UTF8.self)

@@ -39,7 +39,7 @@ enum DockerCredentialHelper {
             case "store": try store(readInput(), options: options, context: context)
             case "get": try StandardIO.printOutput(try get(serverURL(readInput()), options: options, context: context))
             case "erase": try erase(serverURL(readInput()), options: options, context: context)
-            case "list": try StandardIO.printOutput(try list(options: options, context: context))
+            case "list": try StandardIO.printOutput(bytes: try list(options: options, context: context))
             case "version": try StandardIO.printOutput("\(executableName) (vault \(VaultVersion.current))\n")
             default: throw Failure(message: "Unknown credential action `\(TerminalText.escaped(action))`")
             }
@@ -97,7 +97,7 @@ enum DockerCredentialHelper {
         } catch let error as VaultError where error.code == .invalidInput {
             throw Failure(message: notFoundMessage) // a URL that could never be a name was never stored
         }
-        let fields = CredentialFields.parse(secret, secretKeys: ["secret"])
+        let fields = CredentialFields.parse(secret, secretKeys: ["secret"], storedRecord: true)
         return CredentialJSON.object([
             ("ServerURL", SecureBytes(copying: Array(serverURL.utf8))),
             ("Username", SecureBytes(copying: Array((fields.text["username"] ?? "").utf8))),
@@ -115,21 +115,17 @@ enum DockerCredentialHelper {
         }
     }
 
-    /// `list`: `{"SERVERURL":"USERNAME",…}` for every stored server.
-    static func list(options: VaultOptions, context: CommandContext) throws -> String {
+    /// `list`: `{"SERVERURL":"USERNAME",…}` for every stored server, JSON-escaped (controls, C1,
+    /// bidi and format characters as `\uXXXX`) and never terminal-escaped: it is machine output.
+    static func list(options: VaultOptions, context: CommandContext) throws -> [UInt8] {
         let pairs = try context.openStore(options).snapshot { view in
             try view.list(owner: "").filter { $0.name.hasPrefix(namePrefix) }.map { metadata in
-                let fields = CredentialFields.parse(try view.secret(named: metadata.name, owner: ""), secretKeys: ["secret"])
+                let fields = CredentialFields.parse(try view.secret(named: metadata.name, owner: ""), secretKeys: ["secret"], storedRecord: true)
                 return (String(metadata.name.dropFirst(namePrefix.count)), fields.text["username"] ?? "")
             }
         }
-        var bytes: [UInt8] = [UInt8(ascii: "{")]
-        for (index, pair) in pairs.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            CredentialJSON.appendString(Array(pair.0.utf8), to: &bytes)
-            bytes.append(UInt8(ascii: ":"))
-            CredentialJSON.appendString(Array(pair.1.utf8), to: &bytes)
-        }
-        return String(decoding: bytes + Array("}\n".utf8), as: UTF8.self)
+        var object: [String: JSONValue] = [:]
+        for (server, username) in pairs { object[server] = .string(username) }
+        return try JSONValue.object(object).serialized() + [0x0A]
     }
 }

@@ -31,13 +31,16 @@ struct GitCredential: Sendable {
         self.username = username
     }
 
-    /// The attributes git sent; unknown ones (`capability[]`, `wwwauth[]`, …) are ignored.
+    /// The attributes git sent; unknown ones (`capability[]`, `wwwauth[]`, …) are ignored. An
+    /// attribute sent empty (`host=`, `username=`) is present with the empty value, as in git's
+    /// own `credential_read`: `host=` matches only an empty host, never any host, and an empty
+    /// username or password is stored and returned (t0303, "can store empty username").
     init(_ fields: CredentialFields) {
         func nonEmpty(_ key: String) -> String? { fields.text[key].flatMap { $0.isEmpty ? nil : $0 } }
-        protocolName = nonEmpty("protocol")
-        host = nonEmpty("host")
-        path = nonEmpty("path")
-        username = nonEmpty("username")
+        protocolName = fields.text["protocol"]
+        host = fields.text["host"]
+        path = fields.text["path"]
+        username = fields.text["username"]
         password = fields.secrets["password"]
         oauthRefreshToken = fields.secrets["oauth_refresh_token"]
         passwordExpiry = nonEmpty("password_expiry_utc").flatMap { Int64($0) }.map { Date(timeIntervalSince1970: TimeInterval($0)) }
@@ -63,7 +66,7 @@ struct GitCredential: Sendable {
         let at = authority.lastIndex(of: "@")
         guard let scheme = Self.decode(rest[..<separator.lowerBound]),
               let hostText = Self.decode(at.map { authority[authority.index(after: $0)...] } ?? authority) else { return nil }
-        self.init(protocolName: scheme.isEmpty ? nil : scheme, host: hostText.isEmpty ? nil : hostText)
+        self.init(protocolName: scheme.isEmpty ? nil : scheme, host: hostText)
         if let at {
             guard let user = Self.decode(authority[..<at]) else { return nil }
             username = user
@@ -92,7 +95,7 @@ struct GitCredential: Sendable {
 
     /// Fills `password` and `oauth_refresh_token` from a stored secret.
     mutating func readSecret(_ secret: SecureBytes) {
-        let fields = CredentialFields.parse(secret, secretKeys: Self.secretKeys)
+        let fields = CredentialFields.parse(secret, secretKeys: Self.secretKeys, storedRecord: true)
         password = fields.secrets["password"]
         oauthRefreshToken = fields.secrets["oauth_refresh_token"]
     }

@@ -60,11 +60,12 @@ enum GitCredentialHelper {
         }
     }
 
-    /// Stores a complete credential (protocol, host or path, username, password), replacing
-    /// the one of the same identity; an incomplete or already expired one is ignored, as git's own helpers do.
+    /// Stores a complete credential (protocol, host or path, username, password; empty values
+    /// count, as in git's credential-store), replacing the one of the same identity; an
+    /// incomplete or already expired one is ignored, as git's own helpers do.
     static func store(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws {
         guard request.protocolName != nil, request.host != nil || request.path != nil, request.username != nil,
-              let password = request.password, !password.isEmpty else { return }
+              request.password != nil else { return }
         if let expiry = request.passwordExpiry, expiry <= Date() { return }
         let entry = NewEntry(name: request.entryName, secret: try request.storedSecret(), kind: .password,
                              label: "git credential", expiresAt: request.passwordExpiry)

@@ -191,6 +191,7 @@ class StandIn(http.server.BaseHTTPRequestHandler):
 
     /500/...     500 with Retry-After: 1      /garbage/...  200 with a body that is not JSON
     /slow/...    answers after 10 s           /html/...     502 with an HTML page
+    /trickle/... a 200 head at once, then its 40-byte body one byte every 0.7 s (28 s in all)
     /meta/...    a metadata document (issuer /meta) whose endpoints are /500/...
     /count       how many requests each path got (JSON; also in FOLDER/standin-counts.json)
     """
@@ -243,6 +244,20 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(10)
             return self.reply(200, b"{}")
+        if mode == "trickle":
+            body = b'{"access_token":"t","token_type":"Bearer"}'[:40]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for index in range(len(body)):
+                try:
+                    self.wfile.write(body[index:index + 1])
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.7)
+            return
         if mode == "html":
             return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
         return self.reply(404, b'{"error":"not_found"}')

@@ -1,3 +1,4 @@
+import CredentialVault
 import AsyncHTTPClient
 import FoundationEssentials
 import NIOCore
@@ -36,18 +37,43 @@ final class HTTPTransport: Sendable {
     }
 
     /// Sends the request; transport failures are thrown as they come (the caller classifies them).
+    /// One deadline, `timeout`, covers the whole exchange: connecting, the request, the response
+    /// head and every byte of the body (a server that trickles its body is cut off at the deadline
+    /// with `HTTPClientError.deadlineExceeded`, as one that never answers).
     func send(_ url: URL, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?, timeout: Duration) async throws -> HTTPExchange {
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = method
-        request.headers = headers
-        request.headers.replaceOrAdd(name: "Accept", value: "application/json")
-        if let body {
-            request.body = .bytes(body)
-        }
         let milliseconds = Int64(RetryPolicy.seconds(timeout) * 1000)
-        let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
-        let buffer = try await response.body.collect(upTo: Self.maximumBodyLength)
-        return HTTPExchange(status: Int(response.status.code), headers: response.headers,
-                            body: Array(buffer.readableBytesView))
+        let client = self.client
+        let target = Self.connectable(url).absoluteString
+        return try await withThrowingTaskGroup(of: HTTPExchange.self) { group in
+            group.addTask {
+                var request = HTTPClientRequest(url: target)
+                request.method = method
+                request.headers = headers
+                request.headers.replaceOrAdd(name: "Accept", value: "application/json")
+                if let body {
+                    request.body = .bytes(body)
+                }
+                let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
+                let buffer = try await response.body.collect(upTo: Self.maximumBodyLength)
+                return HTTPExchange(status: Int(response.status.code), headers: response.headers,
+                                    body: Array(buffer.readableBytesView))
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(milliseconds))
+                throw HTTPClientError.deadlineExceeded
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw HTTPClientError.deadlineExceeded }
+            return first
+        }
+    }
+
+    /// `url`, with a plain-http `localhost` replaced by the loopback literal it stands for, so
+    /// that no resolver decides where a request with credentials goes (`LoopbackHost`).
+    static func connectable(_ url: URL) -> URL {
+        guard url.scheme?.lowercased() == "http", let host = url.host, let address = LoopbackHost.address(host), address != host,
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.host = address
+        return components.url ?? url
     }
 }

@@ -1,3 +1,4 @@
+import CredentialVault
 import FoundationEssentials
 
 /// Everything an `OAuthClient` needs to know about the server and itself.
@@ -36,7 +37,7 @@ public struct OAuthConfiguration: Sendable {
         self.retry = retry
     }
 
-    /// `https`, or `http` to a loopback address (127.0.0.0/8, ::1, localhost).
+    /// `https`, or `http` to a loopback address (127.0.0.0/8 or ::1 as a strict IP literal, or `localhost`).
     static func isAcceptable(_ url: URL, allowInsecure: Bool) -> Bool {
         guard let scheme = url.scheme?.lowercased(), url.host != nil else { return false }
         if scheme == "https" { return true }
@@ -44,11 +45,8 @@ public struct OAuthConfiguration: Sendable {
         return allowInsecure || isLoopback(url.host ?? "")
     }
 
+    /// Loopback as `LoopbackHost` decides it (a strict IP literal, or exactly `localhost`).
     static func isLoopback(_ host: String) -> Bool {
-        var host = Substring(host.lowercased())
-        if host.hasPrefix("["), host.hasSuffix("]"), host.count >= 2 { host = host.dropFirst().dropLast() }
-        if host == "localhost" || host == "::1" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        LoopbackHost.isLoopback(host)
     }
 }

@@ -78,7 +78,7 @@ extension PostgresSecretStore {
         }
         try Self.checkRowSet(rows.map { ($0.key, $0.value) }, against: state)
 
-        let newGeneration = state.generation + 1
+        let newGeneration = try SecretStore.nextGeneration(after: state.generation, path: nil)
         let now = options.clock()
         var stored: [EntryMetadata] = []
         for change in changes {

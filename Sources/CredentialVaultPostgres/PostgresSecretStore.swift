@@ -169,7 +169,7 @@ public final class PostgresSecretStore: Sendable {
     static func makeClient(_ configuration: PostgresStoreConfiguration,
                                    options: Options) -> (PostgresClient, Task<Void, Never>) {
         var pgConfiguration = PostgresClient.Configuration(
-            host: configuration.host, port: configuration.port, username: configuration.username,
+            host: configuration.connectionHost, port: configuration.port, username: configuration.username,
             password: configuration.password.map { bytes in bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } },
             database: configuration.database,
             tls: configuration.transport == .plainLoopback ? .disable : .require(.makeClientConfiguration()))

@@ -104,10 +104,15 @@ public struct PostgresStoreConfiguration: Sendable {
         return result
     }
 
-    /// True for 127.0.0.0/8, ::1 and localhost.
+    /// True for 127.0.0.0/8 and ::1 as strict IP literals, and exactly `localhost`
+    /// (`LoopbackHost`): `127.db.example` is a name, and gets TLS.
     public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        LoopbackHost.isLoopback(host)
     }
+
+    /// The host to connect to: for loopback the IP literal itself (`localhost` → 127.0.0.1, no
+    /// name lookup), else the host as given (TLS checks its certificate).
+    public var connectionHost: String { LoopbackHost.address(host) ?? host }
 
     /// `PGPASSWORD`, else the first matching `PGPASSFILE` line (`host:port:database:user:password`,
     /// `*` matches anything, `\:` and `\\` escaped), as libpq reads it.

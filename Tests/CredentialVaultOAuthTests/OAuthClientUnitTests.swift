@@ -107,6 +107,27 @@ struct OAuthClientUnitTests {
         #expect(FormBody.basicCredentials(clientID: "client:id", secret: secret("s:e"))
                 == "Basic " + Data("client%3Aid:s%3Ae".utf8).base64EncodedString())
     }
+
+    /// Plain http is allowed to loopback only, judged from the host as an IP literal: a host that
+    /// merely looks like 127.x is refused before anything is sent, and `localhost` is sent to
+    /// 127.0.0.1 without a name lookup.
+    @Test func plainHTTPOnlyToAStrictLoopbackLiteral() throws {
+        for text in ["http://127.0.0.08/token", "http://127.1/token", "http://127.db.example/token", "http://[::ffff:127.0.0.1]/token"] {
+            let url = try #require(URL(string: text))
+            #expect(!OAuthConfiguration.isAcceptable(url, allowInsecure: false), "\(text)")
+            let error = #expect(throws: OAuthError.self) {
+                _ = try OAuthClient(configuration: OAuthConfiguration(issuer: nil, endpoints: OAuthEndpoints(token: url), clientID: "app"))
+            }
+            #expect(error?.kind == .insecureEndpoint, "\(text)")
+        }
+        for text in ["http://127.0.0.1:8000/token", "http://localhost/token", "http://[::1]:9/token", "https://auth.example.com/token"] {
+            #expect(OAuthConfiguration.isAcceptable(try #require(URL(string: text)), allowInsecure: false), "\(text)")
+        }
+        #expect(HTTPTransport.connectable(try #require(URL(string: "http://localhost:8000/o/token/"))).absoluteString
+                == "http://127.0.0.1:8000/o/token/")
+        #expect(HTTPTransport.connectable(try #require(URL(string: "https://localhost/token"))).absoluteString == "https://localhost/token",
+                "https keeps its name: the certificate is checked against it")
+    }
 }
 
 func secret(_ text: String) -> SecureBytes { SecureBytes(copying: Array(text.utf8)) }

@@ -118,6 +118,24 @@ struct RealServerResilienceTests {
         try await expectKept(folder, refreshToken: initial.refreshToken)
     }
 
+    @Test("a body trickled one byte every 0.7 s: cut off at the one deadline of the whole exchange, session kept")
+    func trickledBody() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let (session, initial) = try await expiredSession(server, folder)
+        let client = try client(token: try server.standIn.appendingPathComponent("trickle/token"), timeout: .milliseconds(1500))
+        defer { Task { try? await client.shutdown() } }
+        let started = ContinuousClock.now
+        let error = await #expect(throws: OAuthError.self) { try await session.validCredentials(client: client) }
+        let elapsed = ContinuousClock.now - started
+        #expect(error?.kind == .transient)
+        // The head came at once and the body would take 28 s: only a deadline over the whole
+        // exchange ends it near 1.5 s (a refresh is not sent twice).
+        #expect(elapsed < .seconds(10), "took \(elapsed)")
+        try await expectKept(folder, refreshToken: initial.refreshToken)
+    }
+
     @Test("invalid_client on refresh is a configuration error and keeps the session")
     func invalidClientKeepsSession() async throws {
         let server = try OAuthServer.require()

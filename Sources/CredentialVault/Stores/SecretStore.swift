@@ -250,7 +250,7 @@ public final class SecretStore: Sendable {
             let result = try body(&transaction)
             if transaction.changed {
                 var next = transaction.image
-                next.generation = image.generation + 1
+                next.generation = try Self.nextGeneration(after: image.generation, path: vaultPath)
                 var writeKeys = keys
                 if transaction.rotationRequested {
                     writeKeys = try DataKeys(dek: SymmetricKey.generate(), vaultID: next.vaultID)
@@ -283,13 +283,24 @@ public final class SecretStore: Sendable {
             let keys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
             try Self.reseal(&image, from: oldKeys, to: keys, path: vaultPath)
             image.slot = KeySlot(kind: fresh.kind, scrypt: fresh.parameters, salt: fresh.salt, wrapNonce: [], wrappedDEK: [], wrapTag: [])
-            image.generation += 1
+            image.generation = try Self.nextGeneration(after: image.generation, path: vaultPath)
             try write(image, keys: keys, kek: newKEK, state: &state)
             state.key = newKey
             state.lastDecoded = nil
             state.kekCache = [KEKCacheKey(kind: fresh.kind.rawValue, parameters: fresh.parameters, salt: fresh.salt): newKEK]
             options.logger.info("vault key changed", metadata: ["generation": "\(image.generation)"])
         }
+    }
+
+    /// The generation a write gets: one more than `generation`, which was read from the file.
+    /// - Throws: `.corrupt` at 2^64 − 1 (a file no honest writer could reach: 10^19 writes), never a trap.
+    package static func nextGeneration(after generation: UInt64, path: String?) throws -> UInt64 {
+        let (next, overflow) = generation.addingReportingOverflow(1)
+        guard !overflow else {
+            throw VaultError(.corrupt, "the vault's generation is at its largest value; no write can follow it", path: path,
+                             fix: "copy the entries into a new vault")
+        }
+        return next
     }
 
     /// Makes a new data key and re-encrypts every secret under it.
@@ -301,7 +312,7 @@ public final class SecretStore: Sendable {
             var (image, oldKeys, kek) = try load(&state)
             let newKeys = try DataKeys(dek: SymmetricKey.generate(), vaultID: image.vaultID)
             try Self.reseal(&image, from: oldKeys, to: newKeys, path: vaultPath)
-            image.generation += 1
+            image.generation = try Self.nextGeneration(after: image.generation, path: vaultPath)
             try write(image, keys: newKeys, kek: kek, state: &state)
             options.logger.info("vault data key rotated", metadata: ["generation": "\(image.generation)", "entries": "\(image.entries.count)"])
         }

@@ -49,7 +49,7 @@ struct PostgresKeySlot: Equatable {
         PostgresLayout.slotAADLabel + vaultID + fields(kind: kind, parameters: parameters, salt: salt)
     }
 
-    /// Version, kind, KDF parameters and salt: the slot's first 42 bytes.
+    /// Version, kind, KDF parameters and salt: the slot's first 43 bytes (of 103; docs/FORMAT.md).
     static func fields(kind: UInt8, parameters: Scrypt.Parameters, salt: [UInt8]) -> [UInt8] {
         var writer = ByteWriter(capacity: 48)
         writer.append(PostgresLayout.slotVersion)

@@ -90,7 +90,9 @@ import Testing
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
         #expect(try sandbox.run(["add", "s"], stdin: Data("secret".utf8), environment: key).status == 0)
-        // A vault without a profile yet: status must not make one (nor an anonymous id).
+        // A vault without a profile (`vault init` makes one with the anonymous id; a vault from an
+        // app that never restored has none): status must not make one (nor an anonymous id).
+        try FileManager.default.removeItem(atPath: sandbox.path("vault/profile.json"))
         try Self.expectNoWrites(sandbox, environment: key) { arguments, status in
             if arguments.first != "token" { #expect(status == 0, "vault \(arguments)") }
         }

@@ -21,6 +21,8 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             let storage = try await context.createStorage(options, allowWeakPassphrase: weakPassphrase)
             if let store = storage as? SecretStore {
+                // The install's anonymous id exists from the first launch (a PostgreSQL store has no profile).
+                _ = try await context.session(options, key: .whenVaultExists).restore()
                 ErrorReport.note("Created an empty vault in \(store.directory).")
             } else if case let .postgres(_, storeName) = try options.storeSelection {
                 ErrorReport.note("Created the empty vault '\(TerminalText.escaped(storeName))' in the PostgreSQL database.")

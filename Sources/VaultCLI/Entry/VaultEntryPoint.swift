@@ -25,7 +25,8 @@ import VaultCrypto
 /// 8. an error is **reported** as `vault: …` with its exit status.
 ///
 /// Nothing here is process-wide mutable state: what the executable links is passed in, and
-/// what the run resolves lives in the context.
+/// what the run resolves lives in the context. (The one process-wide value of VaultCLI is the
+/// terminal settings a signal handler restores, in `Support/Terminal.swift`.)
 package enum VaultEntryPoint {
     /// Runs the `vault` command line and exits.
     /// - Parameters:

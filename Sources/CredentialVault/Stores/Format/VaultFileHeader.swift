@@ -91,13 +91,18 @@ struct VaultFileHeader: Sendable, Equatable {
               Array(file[0..<VaultFileLayout.magic.count]) == VaultFileLayout.magic else {
             throw VaultError.corrupt("not a vault file (bad magic bytes)", path: path)
         }
-        guard file.count >= 10 else { throw VaultError.corrupt("header ends early", path: path) }
-        let major = file[8], minor = file[9]
+        // The documented reading order (docs/FORMAT.md): magic, then the major version, then the
+        // rest; a file that ends right after an unknown major is "unsupported version".
+        guard file.count > VaultFileLayout.magic.count else { throw VaultError.corrupt("header ends early", path: path) }
+        let major = file[8]
         guard let layout = HeaderLayout.forMajor(major) else {
+            let minor = file.count > 9 ? String(file[9]) : "?"
             throw VaultError(.unsupportedVersion,
                              "vault format version \(major).\(minor) is not supported; this build reads versions 1.x and 2.x",
                              path: path, fix: "open it with the vault release that wrote it, or a newer one")
         }
+        guard file.count >= 10 else { throw VaultError.corrupt("header ends early", path: path) }
+        let minor = file[9]
         guard file.count >= layout.headerByteCount else {
             throw VaultError.corrupt("header ends early (\(file.count) of \(layout.headerByteCount) bytes)", path: path)
         }

@@ -59,10 +59,43 @@ import VaultCrypto
             try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
         }
         #expect(error?.message.contains("this machine remembers") == true)
-        // Accepting it on purpose lets scrypt run; the edited header then fails its authentication as it must.
+        // --accept-rollback is about generations: it does not let a raised cost through.
+        var rollingBack = options
+        rollingBack.acceptRollback = true
+        expectVaultError(.suspiciousKDFParameters) {
+            try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: rollingBack)
+        }
+        // Accepting the cost on purpose lets scrypt run; the edited header then fails its authentication as it must.
         var accepting = options
-        accepting.acceptRollback = true
+        accepting.acceptsRaisedKDFCost = true
         expectVaultError(.wrongKey) { try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: accepting) }
+    }
+
+    /// A forged rollback record (the state folder is the user's, but the record cannot be
+    /// authenticated before the key is derived) never raises the ceiling: a header raised to the
+    /// record's logN is still refused before scrypt runs.
+    @Test func aForgedRecordWithAHigherCostDoesNotRaiseTheCeiling() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        var options = SecretStore.Options.testing()   // writes logN 10, accepts 10...12
+        options.rollbackMemory = .directory(temp.child("memory"))
+        let store = try SecretStore.create(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
+        try store.put(NewEntry(name: "a", secret: secret("1")))
+        // The record: magic (8), version (1), vault id (16), generation (8), kind (1), logN at 34.
+        let recordPath = temp.child("memory") + "/" + store.vaultID + ".generation"
+        var record = Array(try Data(contentsOf: URL(fileURLWithPath: recordPath)))
+        #expect(record[34] == 10)
+        record[34] = 12
+        try Data(record).write(to: URL(fileURLWithPath: recordPath))
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
+        bytes[29] = 12
+        try Self.fixChecksum(&bytes)
+        try Self.install(bytes, in: temp.child("v"))
+        let error = expectVaultError(.suspiciousKDFParameters) {
+            try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
+        }
+        #expect(error?.message.contains("logN 12") == true)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath))) == bytes, "nothing written")
     }
 
     @Test func aKeyChangeHereUpdatesTheRememberedParameters() throws {

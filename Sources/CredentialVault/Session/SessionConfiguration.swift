@@ -21,6 +21,8 @@ public struct SessionConfiguration: Sendable {
     public var rollbackMemory: RollbackMemory = .standard
     /// Accept a vault older than the remembered generation (see `SecretStore.Options.acceptRollback`).
     public var acceptRollback = false
+    /// Open a vault whose scrypt cost was raised (see `SecretStore.Options.acceptsRaisedKDFCost`).
+    public var acceptsRaisedKDFCost = false
     /// The KDF policy for passphrase vaults; `package` so only this package's tests change it.
     package var kdfPolicy: KDFPolicy = .standard
 
@@ -39,6 +41,7 @@ public struct SessionConfiguration: Sendable {
         options.kdfPolicy = kdfPolicy
         options.rollbackMemory = rollbackMemory
         options.acceptRollback = acceptRollback
+        options.acceptsRaisedKDFCost = acceptsRaisedKDFCost
         return options
     }
 }

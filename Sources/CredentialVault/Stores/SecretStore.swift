@@ -31,9 +31,15 @@ public final class SecretStore: Sendable {
         /// Where the highest generation seen of each vault is remembered across runs
         /// (default: `$XDG_STATE_HOME/vault/generations`, else `~/.local/state/vault/generations`).
         public var rollbackMemory: RollbackMemory
-        /// Accept a vault file older than the remembered generation, or whose KDF parameters differ
-        /// from the remembered ones (a backup restored on purpose); the memory is then reset to it.
+        /// Accept a vault file older than the remembered generation (a backup restored on purpose);
+        /// the memory is then reset to it. It does not accept a raised KDF cost: see `acceptsRaisedKDFCost`.
         public var acceptRollback: Bool
+        /// Open a passphrase vault whose scrypt cost is above what this build writes (or above what
+        /// this machine remembers for it, when that is lower), running the KDF at that cost (up to
+        /// a GiB and seconds per open). Off by default: such a header is refused before scrypt runs
+        /// (`.suspiciousKDFParameters`). A remembered record never raises the ceiling: it cannot be
+        /// authenticated before the key is derived, so it can only lower it.
+        public var acceptsRaisedKDFCost: Bool
         /// The KDF policy. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy
 
@@ -47,6 +53,7 @@ public final class SecretStore: Sendable {
             self.logger = logger
             self.rollbackMemory = .standard
             self.acceptRollback = false
+            self.acceptsRaisedKDFCost = false
             self.kdfPolicy = .standard
         }
     }
@@ -465,7 +472,7 @@ public final class SecretStore: Sendable {
         let remembered = records.read(vaultID: header.vaultID).flatMap { record in
             record.slotKind == KeySlotKind.scrypt.rawValue ? record.scrypt : nil
         }
-        let acceptChanged = options.acceptRollback
+        let acceptRaisedCost = options.acceptsRaisedKDFCost
         var kekCache = state.kekCache
         var dataKeysCache = state.dataKeysCache
         let decoded = try VaultFileCodec.decode(
@@ -473,9 +480,9 @@ public final class SecretStore: Sendable {
             kekProvider: { slot in
                 let cacheKey = KEKCacheKey(kind: slot.kind.rawValue, parameters: slot.scrypt, salt: slot.salt)
                 if let cached = kekCache[cacheKey] { return cached }
-                if slot.kind == .scrypt, key.slotKind == .scrypt, !acceptChanged {
+                if slot.kind == .scrypt, key.slotKind == .scrypt {
                     try policy.check(slot.scrypt, path: vaultPath)
-                    try policy.checkCost(slot.scrypt, remembered: remembered, path: vaultPath)
+                    if !acceptRaisedCost { try policy.checkCost(slot.scrypt, remembered: remembered, path: vaultPath) }
                 }
                 let kek = try KeyHierarchy.deriveKEK(key: key, kind: slot.kind, parameters: slot.scrypt, salt: slot.salt,
                                                      policy: policy, path: vaultPath)

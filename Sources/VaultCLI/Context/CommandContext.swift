@@ -185,6 +185,7 @@ package final class CommandContext: Sendable {
         var configuration = SessionConfiguration(lockTimeout: options.lockTimeout)
         if let leeway { configuration.leeway = leeway }
         configuration.acceptRollback = options.acceptRollback
+        configuration.acceptsRaisedKDFCost = options.acceptKDFCost
         let session: SessionManager
         if try selectsFileSession(options, fleetSession: fleetSession) {
             session = try fileSession(options, key: requirement, configuration: configuration)

@@ -20,7 +20,7 @@ enum CommandHints {
         case .needsKeyFile?: "give the key file with --key-file or VAULT_KEY_FILE"
         case .keyFileMalformed?: "create one with 'vault keygen FILE'"
         case .alreadySignedIn?: "sign out first ('vault signout')"
-        case .kdfCostRaised?: "if the vault's key was changed on purpose elsewhere, run the command again with --accept-rollback"
+        case .kdfCostRaised?: "if the vault's key was changed on purpose elsewhere with a higher cost, run the command again with --accept-kdf-cost"
         case .rollback?: "put the newest copy back; if you restored this backup on purpose, run the command again with --accept-rollback"
         case nil: error.fix
         }

@@ -33,8 +33,12 @@ struct VaultOptions: ParsableArguments {
     var noPrompt = false
 
     @Flag(name: .customLong("accept-rollback"), help: ArgumentHelp(
-        "Accept a vault older than one this machine has seen, or whose KDF parameters changed (a backup restored on purpose); the remembered generation is reset to it."))
+        "Accept a vault older than one this machine has seen (a backup restored on purpose); the remembered generation is reset to it."))
     var acceptRollback = false
+
+    @Flag(name: .customLong("accept-kdf-cost"), help: ArgumentHelp(
+        "Open a passphrase vault whose scrypt cost is above what this build writes or this machine remembers (runs scrypt at that cost)."))
+    var acceptKDFCost = false
 
     @Option(name: .customLong("lock-timeout"), help: ArgumentHelp(
         "Seconds to wait for another process's lock on the vault.", valueName: "SECONDS", visibility: .hidden))
@@ -59,6 +63,7 @@ struct VaultOptions: ParsableArguments {
     var storeOptions: SecretStore.Options {
         var options = SecretStore.Options(lockTimeout: lockTimeout)
         options.acceptRollback = acceptRollback
+        options.acceptsRaisedKDFCost = acceptKDFCost
         return options
     }
 

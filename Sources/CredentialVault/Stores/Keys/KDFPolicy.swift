@@ -55,8 +55,13 @@ public struct KDFPolicy: Sendable, Hashable {
     /// - Parameters:
     ///   - parameters: the header's parameters (already inside the policy).
     ///   - remembered: the parameters of this vault's rollback record, when it has a passphrase slot.
+    ///
+    /// The remembered record is read before the key is derived, so it cannot be authenticated: it
+    /// may lower the ceiling, never raise it (a forged record with a higher logN must not make an
+    /// open run scrypt at 1 GiB). A cost above the ceiling opens only with
+    /// `SecretStore.Options.acceptsRaisedKDFCost`.
     func checkCost(_ parameters: Scrypt.Parameters, remembered: Scrypt.Parameters?, path: String?) throws {
-        let ceiling = remembered?.logN ?? defaultLogN
+        let ceiling = min(remembered?.logN ?? defaultLogN, defaultLogN)
         guard parameters.logN > ceiling else { return }
         let why = remembered != nil
             ? "more than logN \(ceiling) this machine remembers for this vault"

@@ -10,7 +10,7 @@ package struct OAuthCommands: OAuthCommandSupport {
     /// The OAuth support.
     package init() {}
 
-    package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?) throws -> any CommandOAuthClient {
+    package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration) throws -> any CommandOAuthClient {
         func url(_ text: String?, _ what: String) throws -> URL? {
             guard let text else { return nil }
             guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
@@ -34,7 +34,7 @@ package struct OAuthCommands: OAuthCommandSupport {
                                       revocation: try url(configuration.revocationEndpoint, "revocation endpoint"),
                                       deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint")),
             clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
-            caBundlePath: configuration.caBundle)))
+            caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)))
     }
 
     /// 69 for transient failures (the session is kept), 77 for a dead grant, 76 for the rest.

@@ -166,4 +166,23 @@ struct CLIAgainstServerTests {
         let after = await (try folder.session()).restore()
         #expect(after.user?.id == "alice")   // kept (signedIn or expired by the 60 s leeway)
     }
+
+    @Test("vault refresh --request-timeout: one deadline for the whole exchange, a trickled body included; exit 69, session kept")
+    func refreshRequestTimeoutCoversTheBody() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let tokens = try server.script(["password-grant", server.directory, "read"])
+        #expect(try vault(["signin", "--user-id", "alice"], folder: folder, input: Data(tokens)).status == 0)
+        let trickle = try server.standIn.appendingPathComponent("trickle/token").absoluteString
+        #expect(try vault(["client", "--token-endpoint", trickle, "--client-id", "vault-confidential"], folder: folder).status == 0)
+        let started = ContinuousClock.now
+        let refresh = try vault(["refresh", "--request-timeout", "2s"], folder: folder)
+        let elapsed = ContinuousClock.now - started
+        #expect(refresh.status == 69, "\(refresh.stderr)")
+        #expect(elapsed < .seconds(15), "took \(elapsed): the 28 s body was not cut off")
+        #expect(try vault(["refresh", "--request-timeout", "0s"], folder: folder).status == 64)
+        let after = await (try folder.session()).restore()
+        #expect(after.user?.id == "alice")
+    }
 }

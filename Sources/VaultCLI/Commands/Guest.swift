@@ -11,6 +11,7 @@ extension VaultCommand {
         )
 
         @OptionGroup var options: VaultOptions
+        @OptionGroup var server: ServerOptions
 
         @Flag(help: "Start over with a new anonymous id.")
         var reset = false
@@ -29,7 +30,7 @@ extension VaultCommand {
                 let removed = try await session.signOut()
                 ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
                 if let removed, let stored {
-                    await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options) }
+                    await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options, server) }
                 }
             }
             let anonymousID = try await session.enterGuestMode(resetAnonymousID: reset)

@@ -14,6 +14,7 @@ extension VaultCommand {
         )
 
         @OptionGroup var options: VaultOptions
+        @OptionGroup var server: ServerOptions
 
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
@@ -28,7 +29,7 @@ extension VaultCommand {
             }
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists)
             _ = await manager.restore()
-            let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options)) { client in
+            let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
                 try await manager.refreshNow(refresher: client.refresher)
             }
             ErrorReport.note("Refreshed: \(credentials)")

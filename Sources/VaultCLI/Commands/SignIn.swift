@@ -21,6 +21,7 @@ extension VaultCommand {
         )
 
         @OptionGroup var options: VaultOptions
+        @OptionGroup var server: ServerOptions
 
         @Option(name: .customLong("user-id"), help: "The account's stable id (e.g. the 'sub' claim); required unless --device.")
         var userID: String?
@@ -63,7 +64,7 @@ extension VaultCommand {
                 throw UsageError("--device signs in the vault file's user; for a fleet session pipe the token response in")
             }
             if device {
-                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, userID: userID,
+                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, server: server, userID: userID,
                                                                              context: context)
                 try await finish(user: user, credentials: credentials, context: context)
                 try client.save(options)

@@ -18,6 +18,7 @@ extension VaultCommand {
         )
 
         @OptionGroup var options: VaultOptions
+        @OptionGroup var server: ServerOptions
 
         @Flag(name: .customLong("new-anonymous-id"), help: "Give the guest a new anonymous id instead of the old one.")
         var newAnonymousID = false
@@ -35,7 +36,7 @@ extension VaultCommand {
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
             if let removed, let stored {
-                await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options) }
+                await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options, server) }
             }
             if let fleetSession {
                 return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")

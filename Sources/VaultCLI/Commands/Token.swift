@@ -18,6 +18,7 @@ extension VaultCommand {
         )
 
         @OptionGroup var options: VaultOptions
+        @OptionGroup var server: ServerOptions
 
         @Option(name: .customLong("min-ttl"), help: ArgumentHelp(
             "Fail unless the token stays valid this long (90s, 15m).", valueName: "DURATION"),
@@ -46,7 +47,7 @@ extension VaultCommand {
             }
             if !state.isUnavailable, let stored = try await context.storedClient(options) {
                 // Runs in vault-oauth when it is installed; without it the client is missing (66).
-                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options)) { client in
+                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
                     try await Self.fresh(session: manager, state: state, stored: stored, client: client, minTTL: minTTL)
                 }
                 return try StandardIO.printOutput(credentials.accessToken)

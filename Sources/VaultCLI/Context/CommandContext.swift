@@ -236,12 +236,16 @@ package final class CommandContext: Sendable {
 
     /// A client for `stored`, with its secret (when its method sends one) read through the
     /// store this context opened: no second key derivation.
-    func oauthClient(for stored: StoredClientConfiguration, _ options: VaultOptions) async throws -> any CommandOAuthClient {
+    /// - Parameter server: the command's `--request-timeout`.
+    func oauthClient(for stored: StoredClientConfiguration, _ options: VaultOptions, _ server: ServerOptions) async throws -> any CommandOAuthClient {
         let oauth = try requireOAuth()
-        guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil) }
-        guard case .postgres = try options.storeSelection else { return try oauth.client(for: stored, secret: try clientSecret(options)) }
+        let timeout = server.requestTimeout
+        guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout) }
+        guard case .postgres = try options.storeSelection else {
+            return try oauth.client(for: stored, secret: try clientSecret(options), requestTimeout: timeout)
+        }
         let secret = try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
-        return try oauth.client(for: stored, secret: secret)
+        return try oauth.client(for: stored, secret: secret, requestTimeout: timeout)
     }
 
     /// The OAuth client's secret kept in the vault file, read through the store this context opened.

@@ -8,8 +8,9 @@ import VaultCrypto
 /// command that will talk to an authorization server to `vault-oauth` (the entry pipeline,
 /// `ContextCommand.oauthHandOver`).
 package protocol OAuthCommandSupport: Sendable {
-    /// A client for `configuration`, authenticated with `secret` when its method needs one.
-    func client(for configuration: StoredClientConfiguration, secret: SecureBytes?) throws -> any CommandOAuthClient
+    /// A client for `configuration`, authenticated with `secret` when its method needs one; every
+    /// exchange with the server has the one deadline `requestTimeout` (body included).
+    func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration) throws -> any CommandOAuthClient
     /// How the command line reports `error` when it is the OAuth client's own; nil otherwise.
     func report(_ error: any Error) -> ReportedError?
 }

@@ -4,11 +4,11 @@ import CredentialVault
 enum DeviceSignIn {
     /// Starts the grant, shows the code on standard error, polls until the user approves.
     /// - Returns: the user id, the tokens, and the client configuration to store.
-    static func run(options: VaultOptions, client clientOptions: ClientOptions, userID: String?,
+    static func run(options: VaultOptions, client clientOptions: ClientOptions, server: ServerOptions, userID: String?,
                     context: CommandContext) async throws -> (String, Credentials, StoredClientConfiguration) {
         let stored = try clientOptions.stored()
         // A public client: no secret, so no key is needed until the tokens are stored.
-        return try await OAuthSupport.using(try context.requireOAuth().client(for: stored, secret: nil)) { client in
+        return try await OAuthSupport.using(try context.requireOAuth().client(for: stored, secret: nil, requestTimeout: server.requestTimeout)) { client in
             let (credentials, serverSubject) = try await client.signInWithDevice(lookingUpSubject: userID == nil) {
                 ErrorReport.note($0 + "\nWaiting for approval…")
             }

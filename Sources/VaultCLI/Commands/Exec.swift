@@ -40,6 +40,9 @@ extension VaultCommand {
 
         func run(_ context: CommandContext) async throws {
             let pid = try await startCommand(context)
+            // Nothing of the vault stays in this process while it only waits: the store, its
+            // keys and the key are released (zeroised) now.
+            await context.close()
             let outcome = try ChildProcess.wait(for: pid)
             switch outcome {
             case .exited(let status):

@@ -151,11 +151,12 @@ package final class CommandContext: Sendable {
         return store
     }
 
-    /// Closes what was opened (PostgreSQL stores' connections). The entry pipeline calls it
-    /// once the command has run, whatever happened.
+    /// Closes what was opened (PostgreSQL stores' connections) and forgets the key, the store and
+    /// the session (their key material is zeroised as they are released). The entry pipeline calls
+    /// it once the command has run, whatever happened; `exec` calls it before it waits for its child.
     func close() async {
         let stores = memo.withLock { memo -> [any FleetSessionStore] in
-            defer { memo.postgresStores = [] }
+            defer { memo = Memo() }
             return memo.postgresStores.map(\.store)
         }
         for store in stores { await store.closeStorage() }

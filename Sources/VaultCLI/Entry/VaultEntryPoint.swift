@@ -37,9 +37,7 @@ package enum VaultEntryPoint {
         let arguments = CommandLine.arguments
 
         if let personality = Personality(invokedAs: arguments.first ?? "") {
-            let context = prepareProcess(oauth: oauth, postgres: postgres)
-            CryptoLibrary.initializeForCommandLine()
-            exit(personality.run(Array(arguments.dropFirst()), context: context))
+            exit(runPersonality(personality, arguments: Array(arguments.dropFirst()), oauth: oauth, postgres: postgres))
         }
 
         if postgres == nil, StoreRouting.needsPostgres(arguments: arguments) {
@@ -72,21 +70,36 @@ package enum VaultEntryPoint {
             }
         }
 
+        exit(await runCommand(command, oauth: oauth, postgres: postgres))
+    }
+
+    /// Runs `command` with a context of its own and returns the exit status. The context (and with
+    /// it the key, the store and the session) is released, its key zeroised, before this returns,
+    /// so nothing of it is alive when the process exits.
+    private static func runCommand(_ command: any ContextCommand, oauth: (any OAuthCommandSupport)?,
+                                   postgres: (any PostgresCommandSupport)?) async -> Int32 {
         let context = prepareProcess(oauth: oauth, postgres: postgres)
         // The process's first libcrypto call, once the command is known (so `--version` and
         // help never load OpenSSL): openssl.cnf is honoured, its error texts are not loaded.
         CryptoLibrary.initializeForCommandLine()
-        let status: Int32
         do {
             try await command.run(context)
-            status = VaultExitStatus.success
+            await context.close()
+            return VaultExitStatus.success
         } catch {
             await context.close()
             guard let reported = ErrorReport.report(error, oauth: oauth) else { VaultCommand.exit(withError: error) }
-            exit(reported)
+            return reported
         }
-        await context.close()
-        exit(status)
+    }
+
+    /// Runs a personality (git's or docker's helper, the clipboard clearer) with a context of its
+    /// own, released before this returns (as `runCommand`).
+    private static func runPersonality(_ personality: Personality, arguments: [String], oauth: (any OAuthCommandSupport)?,
+                                       postgres: (any PostgresCommandSupport)?) -> Int32 {
+        let context = prepareProcess(oauth: oauth, postgres: postgres)
+        CryptoLibrary.initializeForCommandLine()
+        return personality.run(arguments, context: context)
     }
 
     /// Before a command runs: no core dumps and no ptrace by other processes (secrets will be in

@@ -185,4 +185,28 @@ struct CLIAgainstServerTests {
         let after = await (try folder.session()).restore()
         #expect(after.user?.id == "alice")
     }
+
+    @Test("vault guest while someone is signed in: signed out, and the removed tokens revoked at the server")
+    func guestRevokesTheSignedInUsersTokens() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let tokens = try server.script(["password-grant", server.directory, "read"])
+        #expect(try vault(["signin", "--user-id", "alice"], folder: folder, input: Data(tokens)).status == 0)
+        let secret = try String(contentsOfFile: try server.string("confidential_secret_file"), encoding: .utf8)
+        let client = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", "vault-confidential",
+                                "--auth", "basic"], folder: folder, input: Data(secret.utf8))
+        #expect(client.status == 0, "\(client.stderr)")
+        let response = try #require(try JSONSerialization.jsonObject(with: Data(tokens)) as? [String: Any])
+        let refreshToken = SecureBytes(copying: Array(try #require(response["refresh_token"] as? String).utf8))
+        #expect(try !server.records(of: refreshToken).revoked)
+        let guest = try vault(["guest"], folder: folder)
+        #expect(guest.status == 0, "\(guest.stderr)")
+        #expect(guest.stderr.contains("Signed out 'alice'"), "\(guest.stderr)")
+        #expect(guest.stderr.contains("revoked"), "\(guest.stderr)")
+        #expect(try server.records(of: refreshToken).revoked)
+        #expect(!guest.stderr.contains(secret.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let after = await (try folder.session()).restore()
+        #expect(after.name == "guest")
+    }
 }

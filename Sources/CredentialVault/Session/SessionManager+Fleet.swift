@@ -22,9 +22,6 @@ extension SessionManager {
         self.init(directory: "", key: nil, store: nil, fleet: FleetBinding(store: store, name: name), configuration: configuration)
     }
 
-    /// True for a fleet session.
-    package nonisolated var isFleetSession: Bool { fleet != nil }
-
     /// Throws `.unsupportedOperation` for a fleet session, which has none of what `feature` needs.
     func requireDeviceSession(_ feature: String) throws {
         guard fleet != nil else { return }

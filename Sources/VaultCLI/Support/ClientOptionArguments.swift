@@ -17,15 +17,6 @@ extension ClientAuthMethod: ExpressibleByArgument {
 
     /// Shell completion offers the same spellings.
     package static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
-
-    /// The short name `vault client` prints (`basic` for client_secret_basic).
-    var shortName: String {
-        switch self {
-        case .none: "none"
-        case .clientSecretBasic: "basic"
-        case .clientSecretPost: "post"
-        }
-    }
 }
 
 extension ClientGrant: ExpressibleByArgument {

@@ -48,9 +48,6 @@ struct CapturedPassphrases: Sendable {
     /// Variable name to value; only non-empty values.
     let values: [String: SecureBytes]
 
-    /// None (the git and docker helpers' tests, a process that captured nothing).
-    static let none = CapturedPassphrases(values: [:])
-
     /// The non-empty value `name` had at start-up.
     func value(_ name: String) -> SecureBytes? { values[name] }
 }

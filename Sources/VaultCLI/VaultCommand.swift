@@ -21,7 +21,7 @@ struct VaultCommand: ContextCommand {
         CommandGroup(name: "Vault", subcommands: [
             Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, MigrateStore.self, SelfCheck.self,
         ]),
-        CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self]),
+        CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self, Inject.self, Import.self]),
         CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Refresh.self, Client.self, Demo.self]),
     ]
 

@@ -27,22 +27,28 @@ extension SecureFileSystem {
     static func writeFileAtomically(_ path: String, contents: [UInt8], durable: Bool = true) throws {
         let parts = try SplitPath(path)
         let directory = try openParentDirectory(of: parts, path: path)
+        try writeFileAtomically(parts.name, in: directory.raw, path: path, contents: contents, durable: durable)
+    }
+
+    /// `writeFileAtomically(_:contents:durable:)` in a directory already opened (and checked) by the caller.
+    static func writeFileAtomically(_ name: String, in directory: Int32, path: String, contents: [UInt8],
+                                    durable: Bool) throws {
         var temporaryName = ""
-        let file = try createTemporaryFile(for: parts.name, in: directory.raw, path: path, name: &temporaryName)
+        let file = try createTemporaryFile(for: name, in: directory, path: path, name: &temporaryName)
         do {
             try fillAndClose(file, with: contents, path: path, synchronize: durable)
-            try refuseSymbolicLink(parts.name, in: directory.raw, path: path)
+            try refuseSymbolicLink(name, in: directory, path: path)
             do {
-                try Syscall.renameEntry(temporaryName, to: parts.name, in: directory.raw)
+                try Syscall.renameEntry(temporaryName, to: name, in: directory)
             } catch {
                 throw error.vaultError("replacing the file", path: path)
             }
         } catch {
             // Best effort: the error that matters is the one being thrown.
-            try? Syscall.unlinkEntry(temporaryName, in: directory.raw)
+            try? Syscall.unlinkEntry(temporaryName, in: directory)
             throw error
         }
-        if durable { try synchronizeDirectory(directory.raw, path: path, afterReplacing: true) }
+        if durable { try synchronizeDirectory(directory, path: path, afterReplacing: true) }
     }
 
     /// Fsyncs a directory so a rename or unlink in it survives a crash.

@@ -10,7 +10,7 @@ import Darwin
 /// All system calls go through `Syscall`; every failure becomes a `VaultError` that names
 /// the path. The operations are synchronous and thread-safe (they share no state), but
 /// a read-modify-write still needs the caller to hold a `FileLock`.
-enum SecureFileSystem {
+package enum SecureFileSystem {
     /// Mode of every file this layer creates.
     static let privateFileMode: mode_t = 0o600
     /// Mode of every directory this layer creates.

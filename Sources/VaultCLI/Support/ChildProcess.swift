@@ -60,9 +60,12 @@ enum ChildProcess {
     /// - Parameters:
     ///   - command: the program and its arguments.
     ///   - secrets: the variables to add, by name; consumed.
+    ///   - standardOutput: a descriptor to give the child as its standard output (else vault's own).
+    ///   - standardError: a descriptor to give the child as its standard error (else vault's own).
     /// - Returns: the child's PID.
     /// - Throws: `UsageError` for a command that cannot be started (exit 127 or 126 via `CommandNotStarted`).
-    static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)]) throws -> pid_t {
+    static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)],
+                      standardOutput: Int32? = nil, standardError: Int32? = nil) throws -> pid_t {
         // Install the forwarders and make sure vault receives these signals at all: a parent
         // may have started it with them blocked (the mask is inherited).
         // Touch the state first: a global is initialised lazily, which a handler must not do.
@@ -106,13 +109,19 @@ enum ChildProcess {
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let standardOutput { posix_spawn_file_actions_adddup2(&actions, standardOutput, 1) }
+        if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
+
         var pid: pid_t = 0
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
         let status = assignments.withUnsafeMutableBytes { raw -> Int32 in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self) else { return EINVAL }
             let environment = inherited + offsets.map { Optional(base + $0) } + [nil]
-            return posix_spawnp(&pid, command[0], nil, &attributes, arguments, environment)
+            return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environment)
         }
         guard status == 0 else {
             throw CommandNotStarted(command: command[0], errno: status)

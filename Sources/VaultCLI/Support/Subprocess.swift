@@ -98,7 +98,7 @@ enum Subprocess {
     }
 
     /// A pipe whose ends close on exec (the child gets its end through dup2, which clears the flag).
-    private static func makePipe(_ ends: inout [Int32]) -> Bool {
+    static func makePipe(_ ends: inout [Int32]) -> Bool {
         guard pipe(&ends) == 0 else { return false }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         return true

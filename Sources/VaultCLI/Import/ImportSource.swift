@@ -1,0 +1,60 @@
+import ArgumentParser
+import CredentialVault
+import VaultCrypto
+
+/// The formats `vault import --from` reads (a contract: these names are public).
+enum ImportFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
+    /// A password-store folder (`pass`), decrypted with the user's gpg.
+    case pass
+    /// A `.env` file: each variable an entry.
+    case dotenv
+    /// KeePassXC's CSV export.
+    case keepassxcCSV = "keepassxc-csv"
+    /// Bitwarden's unencrypted JSON export.
+    case bitwardenJSON = "bitwarden-json"
+
+    /// Reads `source` in this format.
+    /// - Parameter readSecrets: false for `--dry-run` of a password store: names only, nothing decrypted.
+    func read(_ source: String, readSecrets: Bool) throws -> ImportSource {
+        switch self {
+        case .pass: try PassStoreReader.read(source, decrypt: readSecrets)
+        case .dotenv: try DotEnvImportReader.read(source)
+        case .keepassxcCSV: try KeePassXCCSVReader.read(source)
+        case .bitwardenJSON: try BitwardenJSONReader.read(source)
+        }
+    }
+
+    /// The largest export file read (64 MiB).
+    static let maximumFileBytes = 64 * 1024 * 1024
+}
+
+/// What a source holds: the entries to import, in source order, and what it holds that vault does not take.
+struct ImportSource {
+    /// One entry of the source.
+    struct Candidate {
+        /// Its name in vault.
+        let name: String
+        /// Its secret (empty for a dry run of a password store, which decrypts nothing).
+        let secret: SecureBytes
+        /// A label (`Username @ URL`), or nil.
+        let label: String?
+    }
+
+    /// The entries, in source order.
+    var candidates: [Candidate] = []
+    /// Items of the source that are not imported, with why (a note, a card, a login without a password).
+    var unsupported: [(name: String, reason: String)] = []
+}
+
+extension ImportSource.Candidate {
+    /// `Username @ URL`, or whichever of the two there is, or nil.
+    static func label(username: String?, url: String?) -> String? {
+        let user = username.flatMap { $0.isEmpty ? nil : $0 }, address = url.flatMap { $0.isEmpty ? nil : $0 }
+        switch (user, address) {
+        case let (user?, address?): return "\(user) @ \(address)"
+        case let (user?, nil): return user
+        case let (nil, address?): return address
+        case (nil, nil): return nil
+        }
+    }
+}

@@ -65,8 +65,9 @@ import Testing
     /// v3 before `passwd` re-keyed (format-v2 branch: its abstract changed); v4 before the OAuth
     /// commands (`refresh`, `client`) joined on main; v5 before `migrate-store` and the PostgreSQL
     /// environment (VAULT_STORE, VAULT_STORE_NAME, PGPASSWORD/PGPASSFILE); v6 before exit status
-    /// 64 named the calls a fleet session does not have (`unsupportedOperation`).
-    static let helpSnapshot = "help-80-columns-v7.txt"
+    /// 64 named the calls a fleet session does not have (`unsupportedOperation`); v7 before `inject`,
+    /// `import` and the exec/import environment (XDG_RUNTIME_DIR, TMPDIR, GNUPGHOME).
+    static let helpSnapshot = "help-80-columns-v8.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

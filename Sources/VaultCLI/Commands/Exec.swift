@@ -30,6 +30,11 @@ extension VaultCommand {
                 vault exits with the command's status; when a signal ends the command, vault ends by the same \
                 signal. A command that is not found exits 127, one that cannot run 126; a reference that names \
                 no entry stops vault before the command starts (66).
+
+                Examples:
+                  vault exec --env GITHUB_TOKEN=github -- ./deploy.sh
+                  vault exec --env-file .env --mask -- npm start
+                  vault exec --file TLS_KEY=tls/key -- ./server
                 """
         )
 

@@ -22,6 +22,11 @@ extension VaultCommand {
                 are skipped and reported unless --replace. The source is never changed: once the import \
                 is done, shred a plaintext export (shred -u FILE). --dry-run lists the names that would \
                 be imported and writes nothing.
+
+                Examples:
+                  vault import --from pass ~/.password-store --dry-run
+                  vault import --from keepassxc-csv export.csv
+                  shred -u export.csv
                 """
         )
 

@@ -18,6 +18,9 @@ extension VaultCommand {
                 rename): a reader sees the old file or the whole new one, and on any error nothing is written. \
                 OUT is refused when it is a symlink or its folder is writable by others. Without -o the \
                 result goes to standard output.
+
+                Example (config.tpl holds  password: "{{ vault://prod/db-password }}"):
+                  vault inject -i config.tpl -o config.yaml
                 """
         )
 

@@ -21,6 +21,8 @@ enum HelpText {
         ("VAULT_STORE_NAME", "which vault in that database, as --store-name (default: default)"),
         ("PGPASSWORD, PGPASSFILE", "the database password (never in the URL); PGPASSFILE default ~/.pgpass"),
         ("XDG_DATA_HOME", "where the default vault directory lives, when VAULT_DIR is not set"),
+        ("XDG_RUNTIME_DIR, TMPDIR", "where 'exec --file' puts its private folder (XDG_RUNTIME_DIR first)"),
+        ("GNUPGHOME", "the gpg home 'import --from pass' decrypts with (gpg's own default otherwise)"),
     ]
 
     /// Examples for `vault --help` and the man page: a command line and what it does.
@@ -34,6 +36,12 @@ enum HelpText {
         ("curl -H \"Authorization: Bearer $(vault get github)\" \"$API_URL\"",
          "Use it: 'get' writes the secret exactly, with nothing added."),
         ("vault list --json", "Names and metadata as JSON, never the secrets."),
+        ("vault exec --env-file .env --mask -- ./server",
+         "Run with the .env file's vault://NAME values filled in, secrets masked in its output."),
+        ("vault inject -i config.tpl -o config.yaml",
+         "Fill a template's {{ vault://NAME }} placeholders into a 0600 file."),
+        ("vault import --from pass ~/.password-store --dry-run",
+         "List what an import from pass would bring; drop --dry-run to import."),
         ("vault status --json | jq -r .state", "The session state, as an app would find it at start-up."),
     ]
 

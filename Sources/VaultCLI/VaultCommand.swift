@@ -19,6 +19,7 @@ struct VaultCommand: ContextCommand {
     /// Every command, in the groups the help lists them in.
     static let commandGroups = [
         CommandGroup(name: "Vault", subcommands: [
+            Agent.self, Unlock.self, Lock.self,
             Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, Wipe.self, MigrateStore.self, SelfCheck.self,
         ]),
         CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, Exec.self, Inject.self, Import.self]),

@@ -6,7 +6,8 @@ import Testing
 /// hints (`CommandHints`). Reads the sources next to this test file.
 @Suite struct LibraryLanguageTests {
     static let subcommands = ["keygen", "init", "add", "get", "inspect", "list", "rm", "verify", "passwd",
-                              "rotate", "wipe", "status", "signin", "signout", "guest", "token", "demo", "refresh"]
+                              "rotate", "wipe", "status", "signin", "signout", "guest", "token", "demo", "refresh",
+                              "exec", "inject", "import", "agent", "unlock", "lock"]
 
     @Test func noStringLiteralNamesACommandOrFlag() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -180,4 +180,68 @@ import Testing
         let result = try sandbox.run(["exec", "--file", "CERT=api", "--", "true"], environment: key.merging(["XDG_RUNTIME_DIR": open]) { _, new in new })
         #expect(result.status == 77, "\(result.stderrText)")
     }
+
+    @Test func maskLetsACommandWhoseReaderWentAwayEnd() throws {
+        let (sandbox, key) = try Self.sandbox()
+        defer { sandbox.cleanUp() }
+        // `yes` writes for ever; vault's own output is a pipe closed after the first line.
+        let script = "\(try CLIBinary.path()) exec --env A=api --mask -- yes | head -1"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.environment = sandbox.environment.merging(key) { _, new in new }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        #expect(!process.isRunning, "the command got SIGPIPE and ended")
+        if process.isRunning { process.terminate() }
+    }
+
+    @Test func maskDoesNotWaitForABackgroundProcessHoldingTheOutput() throws {
+        let (sandbox, key) = try Self.sandbox()
+        defer { sandbox.cleanUp() }
+        let pathFile = sandbox.path("path")
+        let started = Date()
+        // The background process keeps the command's output pipe open (and closes the descriptors
+        // it inherited beyond it, among them the test harness's own, which would hold the harness).
+        let result = try sandbox.run(["exec", "--mask", "--env", "A=api", "--file", "F=api", "--", "sh", "-c",
+                                      "echo \"$F\" > '\(pathFile)'; python3 -c 'import os, time; os.closerange(3, 65536); time.sleep(8); print(\"late\")' & "
+                                        + "echo \"now $A\""], environment: key, timeout: 30)
+        #expect(result.status == 0)
+        #expect(Date().timeIntervalSince(started) < 7, "vault returned once the command ended and its output stopped")
+        #expect(result.stdoutText.hasPrefix("now <concealed by vault>\n"))
+        let path = try String(contentsOfFile: pathFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func concurrentRunsKeepTheirOwnFolders() throws {
+        let (sandbox, key) = try Self.sandbox()
+        defer { sandbox.cleanUp() }
+        let runs = try (0..<16).map { _ in
+            try sandbox.start(["exec", "--file", "F=api", "--", "sh", "-c", "sleep 0.3; cat \"$F\" >/dev/null"], environment: key)
+        }
+        let statuses = runs.map { $0.finish(timeout: 60).status }
+        #expect(statuses.allSatisfy { $0 == 0 }, "\(statuses)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.path("runtime") + "/vault-exec").isEmpty)
+    }
+
+    @Test func whatTheCommandAddsToItsFolderIsRemovedToo() throws {
+        let (sandbox, key) = try Self.sandbox()
+        defer { sandbox.cleanUp() }
+        let result = try sandbox.run(["exec", "--file", "F=api", "--", "sh", "-c", "mkdir \"$F.d\" && cp \"$F\" \"$F.d/copy\""], environment: key)
+        #expect(result.status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.path("runtime") + "/vault-exec").isEmpty)
+    }
+
+    @Test func envFileNamesAndValuesAnEnvironmentCannotHoldAreRefused() throws {
+        let (sandbox, key) = try Self.sandbox()
+        defer { sandbox.cleanUp() }
+        let equalsInName = sandbox.privateFile("a.env", "'A=B'=v\n")
+        #expect(try sandbox.run(["exec", "--env-file", equalsInName, "--", "true"], environment: key).status == 64)
+        let badReference = sandbox.privateFile("b.env", "OK=1\nA=vault://x?other=1\n")
+        let result = try sandbox.run(["exec", "--env-file", badReference, "--", "true"], environment: key)
+        #expect(result.status == 64)
+        #expect(result.stderrText.contains("b.env, line 2"))
+    }
 }

@@ -252,4 +252,16 @@ import Testing
         let unclosed = sandbox.privateFile("y.csv", "\"Group\",\"Title\",\"Username\",\"Password\",\"URL\"\n\"R\",\"a\",\"u\",\"unclosed,\"\"\n")
         #expect(try sandbox.run(["import", "--from", "keepassxc-csv", unclosed], environment: key).status == 64)
     }
+
+    @Test func nfcAndNfdSpellingsAreTwoNamesAndTheNfdOneIsInvalid() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let source = sandbox.privateFile("names.env", "\u{E9}=nfc\ne\u{301}=nfd\n")
+        let result = try sandbox.run(["import", "--from", "dotenv", source, "--skip-invalid", "--json"], environment: key)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let report = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        #expect((report["imported"] as? [String])?.map { Array($0.utf8) } == [Array("\u{E9}".utf8)])
+        #expect((report["invalid"] as? [String])?.count == 1)
+        #expect((report["skipped"] as? [String])?.isEmpty == true)
+    }
 }

@@ -10,8 +10,8 @@ import VaultCrypto
 /// Where: `$XDG_RUNTIME_DIR/vault-exec/` (a per-user tmpfs on systemd machines), else
 /// `$TMPDIR/vault-exec-<uid>/` (`/tmp` without `TMPDIR`); that base folder must be the user's own,
 /// mode 0700, with safe parents (the checks of the vault folder), and is created so. Each run makes
-/// `run-<16 hex>/` (0700) in it and holds an exclusive `flock` on the run's `.lock` file while it
-/// lives. A run whose vault was killed (SIGKILL: no chance to clean up) leaves its folder with the
+/// `new-<16 hex>/` (0700) in it, takes an exclusive `flock` on its `.lock` file, renames it
+/// `run-<16 hex>/` and holds the lock while it lives. A run whose vault was killed (SIGKILL: no chance to clean up) leaves its folder with the
 /// lock released, and the next `create` removes it: the lock, unlike a PID, cannot be reused.
 package final class ProgramSecretFolder {
     /// The run's folder.
@@ -22,6 +22,7 @@ package final class ProgramSecretFolder {
 
     private static let lockName = ".lock"
     private static let runPrefix = "run-"
+    private static let newPrefix = "new-"
 
     private init(path: String, lockDescriptor: Int32) {
         self.path = path
@@ -53,19 +54,22 @@ package final class ProgramSecretFolder {
         } catch {
             throw VaultError(.io, "the random generator failed while naming a folder", path: base)
         }
-        let name = runPrefix + random.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-        let path = PathText.joining(base, name)
-        guard mkdir(path, 0o700) == 0 else { throw VaultError.io("creating a private folder", path: path, errno: errno) }
-        let lock = open(PathText.joining(path, lockName), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let suffix = random.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        // Made as new-<hex> and renamed to run-<hex> only once its lock is held, so a concurrent
+        // run's clean-up (which looks at run-* only) never sees a folder whose lock is not yet taken.
+        let staging = PathText.joining(base, newPrefix + suffix), path = PathText.joining(base, runPrefix + suffix)
+        guard mkdir(staging, 0o700) == 0 else { throw VaultError.io("creating a private folder", path: staging, errno: errno) }
+        let lock = open(PathText.joining(staging, lockName), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
             let code = errno
-            _ = rmdir(path)
-            throw VaultError.io("creating the folder's lock file", path: path, errno: code)
+            _ = rmdir(staging)
+            throw VaultError.io("creating the folder's lock file", path: staging, errno: code)
         }
-        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0, rename(staging, path) == 0 else {
             let code = errno
             _ = close(lock)
-            throw VaultError.io("locking the folder", path: path, errno: code)
+            removeTree(staging)
+            throw VaultError.io("preparing a private folder", path: staging, errno: code)
         }
         try SecureFileSystem.checkPrivateDirectory(path)
         return ProgramSecretFolder(path: path, lockDescriptor: lock)
@@ -93,37 +97,60 @@ package final class ProgramSecretFolder {
     package func remove() {
         guard !removed else { return }
         removed = true
-        Self.removeContents(of: path)
+        Self.removeTree(path)
         _ = close(lockDescriptor)
     }
 
-    /// Removes every file of a run folder, then the folder.
-    private static func removeContents(of folder: String) {
+    /// Removes a folder and everything in it (the command may have made subfolders), by
+    /// descriptor and without following symlinks; bounded in depth.
+    private static func removeTree(_ folder: String) {
         guard let directory = try? Syscall.openFile(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) else { return }
-        defer { _ = close(directory) }
-        for entry in (try? Syscall.entries(of: directory)) ?? [] {
-            try? Syscall.unlinkEntry(entry, in: directory)
-        }
+        removeContents(of: directory, depth: 0)
+        _ = close(directory)
         _ = rmdir(folder)
+    }
+
+    private static func removeContents(of directory: Int32, depth: Int) {
+        for entry in (try? Syscall.entries(of: directory)) ?? [] {
+            if unlinkat(directory, entry, 0) == 0 { continue }
+            guard errno == EISDIR || errno == EPERM, depth < 32,
+                  let child = try? Syscall.openFile(entry, in: directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) else { continue }
+            removeContents(of: child, depth: depth + 1)
+            _ = close(child)
+            _ = unlinkat(directory, entry, AT_REMOVEDIR)
+        }
+    }
+
+    /// Removes what runs killed before they could clean up left in the base folder, if there is
+    /// one (it is not made here): every `vault exec` calls it, `--file` or not.
+    package static func removeLeftovers(environment: [String: String] = ProcessEnvironment.values("XDG_RUNTIME_DIR", "TMPDIR")) {
+        let base = baseFolder(environment: environment)
+        guard (try? SecureFileSystem.checkPrivateDirectory(base)) != nil else { return }
+        removeLeftovers(in: base)
     }
 
     /// Removes the run folders in `base` whose lock nobody holds.
     private static func removeLeftovers(in base: String) {
         guard let directory = try? Syscall.openFile(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) else { return }
         defer { _ = close(directory) }
-        for entry in (try? Syscall.entries(of: directory)) ?? [] where entry.hasPrefix(runPrefix) {
+        for entry in (try? Syscall.entries(of: directory)) ?? [] {
             let folder = PathText.joining(base, entry)
-            let lock = open(PathText.joining(folder, lockName), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            if lock < 0 {
-                // No lock file: a run between mkdir and creating it, or a folder that lost it. Leave a
-                // young one alone; an old one is a leftover.
+            if entry.hasPrefix(newPrefix) {
+                // A run killed before its folder was ready: left alone while young (it may be starting now).
                 guard let status = try? Syscall.linkStatus(folder), time(nil) - status.st_mtim.tv_sec > 60 else { continue }
-                removeContents(of: folder)
+                removeTree(folder)
+                continue
+            }
+            guard entry.hasPrefix(runPrefix) else { continue }
+            let lock = open(PathText.joining(folder, lockName), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard lock >= 0 else {
+                // A run folder always has its lock file; without one it is debris.
+                removeTree(folder)
                 continue
             }
             defer { _ = close(lock) }
             guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { continue }
-            removeContents(of: folder)
+            removeTree(folder)
         }
     }
 }

@@ -59,6 +59,11 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The operation does not apply to this kind of session: a fleet session (PostgreSQL) has no
         /// guest, profile, onboarding, items or settings.
         public static let unsupportedOperation = Code(rawValue: "unsupportedOperation")
+        /// No `vault agent` answers on the user's socket (none started, or it died mid-request).
+        public static let agentUnavailable = Code(rawValue: "agentUnavailable")
+        /// The agent answers but does not hold this vault unlocked (never unlocked, locked, timed
+        /// out, or its key changed since).
+        public static let vaultLocked = Code(rawValue: "vaultLocked")
     }
 
     /// What went wrong.

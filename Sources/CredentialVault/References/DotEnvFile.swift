@@ -24,10 +24,12 @@ package struct DotEnvFile: Sendable {
     /// Each key once, in the order it first appears, with the value of its last statement (as
     /// python-dotenv's `dotenv_values`).
     package var values: [Binding] {
-        var order: [String] = [], last: [String: Binding] = [:]
+        // Keyed by bytes: Swift's String equality would merge an NFC and an NFD key, python's does not.
+        var order: [[UInt8]] = [], last: [[UInt8]: Binding] = [:]
         for binding in bindings {
-            if last[binding.key] == nil { order.append(binding.key) }
-            last[binding.key] = binding
+            let key = Array(binding.key.utf8)
+            if last[key] == nil { order.append(key) }
+            last[key] = binding
         }
         return order.compactMap { last[$0] }
     }

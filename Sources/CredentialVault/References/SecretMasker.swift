@@ -47,35 +47,57 @@ package struct SecretMasker: Sendable {
     }
 
     private mutating func drain(final: Bool) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(pending.count)
-        var index = 0
+        var masked: [Range<Int>] = []
+        var boundary = pending.count
         secrets.withUnsafeBytes { all in
-            scanning: while index < pending.count {
-                var heldBack = false
-                for range in ranges where all[range.lowerBound] == pending[index] {
-                    let available = pending.count - index
-                    let length = range.count
-                    let compared = min(available, length)
-                    guard pending[index..<(index + compared)].elementsEqual(all[range.lowerBound..<(range.lowerBound + compared)]) else {
-                        continue
+            // Every complete occurrence of every secret, merged: overlapping secrets are hidden whole
+            // (a shorter secret matched first must not leave the rest of a longer one visible).
+            var occurrences: [Range<Int>] = []
+            for range in ranges {
+                let secret = all[range]
+                guard let first = secret.first, secret.count <= pending.count else { continue }
+                var index = 0
+                while index + secret.count <= pending.count {
+                    if pending[index] == first, pending[index..<(index + secret.count)].elementsEqual(secret) {
+                        occurrences.append(index..<(index + secret.count))
                     }
-                    if compared == length {
-                        // A longer secret that may still complete here goes first: wait for it.
-                        if heldBack && !final { break scanning }
-                        output += Self.marker
-                        index += length
-                        continue scanning
-                    }
-                    heldBack = true
+                    index += 1
                 }
-                if heldBack && !final { break scanning }
-                output.append(pending[index])
-                index += 1
+            }
+            occurrences.sort { $0.lowerBound < $1.lowerBound }
+            for occurrence in occurrences {
+                if let last = masked.last, occurrence.lowerBound <= last.upperBound {
+                    masked[masked.count - 1] = last.lowerBound..<max(last.upperBound, occurrence.upperBound)
+                } else {
+                    masked.append(occurrence)
+                }
+            }
+            guard !final else { return }
+            // Hold back the earliest tail that could still become a secret, and any masked stretch it touches.
+            let longest = ranges.first?.count ?? 0
+            guard longest > 1 else { return }
+            for start in max(0, pending.count - (longest - 1))..<max(0, pending.count) {
+                let tail = pending[start...]
+                if ranges.contains(where: { range in tail.count < range.count && tail.elementsEqual(all[range].prefix(tail.count)) }) {
+                    boundary = start
+                    break
+                }
+            }
+            for stretch in masked.reversed() where stretch.lowerBound < boundary && stretch.upperBound > boundary {
+                boundary = stretch.lowerBound
             }
         }
-        // What was passed on leaves the buffer; what is held back (at most a secret's length) stays.
-        let remaining = Array(pending[index...])
+        var output: [UInt8] = []
+        output.reserveCapacity(boundary)
+        var index = 0
+        for stretch in masked where stretch.upperBound <= boundary {
+            output += pending[index..<stretch.lowerBound]
+            output += Self.marker
+            index = stretch.upperBound
+        }
+        if index < boundary { output += pending[index..<boundary] }
+        // What was passed on leaves the buffer; the held-back tail stays.
+        let remaining = Array(pending[boundary...])
         SecureWipe.wipe(&pending)
         pending = remaining
         return output

@@ -36,24 +36,27 @@ public struct SecretReference: Sendable, Hashable, CustomStringConvertible {
     ///   valid reference: an empty name, a bad `%` escape, a query key other than `owner`, a `#`,
     ///   or a decoded name that is not a valid entry name.
     public static func parse(_ text: String) throws -> SecretReference? {
-        guard text.hasPrefix(prefix) else { return nil }
-        let body = Substring(text.utf8.dropFirst(prefix.utf8.count))
-        guard !body.contains("#") else {
+        // Bytes, not Characters: a combining mark after '#', '?' or '&' must not hide it.
+        let bytes = Array(text.utf8)
+        guard bytes.starts(with: prefix.utf8) else { return nil }
+        let body = bytes.dropFirst(prefix.utf8.count)
+        guard !body.contains(UInt8(ascii: "#")) else {
             throw invalid(text, "a reference has no fragment ('#'); write a '#' in a name as %23")
         }
-        let parts = body.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = body.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false)
         let name = try decode(parts[0], in: text, what: "name")
         guard !name.isEmpty else { throw invalid(text, "the entry name is empty") }
         var owner = ""
         if parts.count == 2 {
             var sawOwner = false
-            for pair in parts[1].split(separator: "&", omittingEmptySubsequences: false) {
-                guard pair.hasPrefix("owner="), !sawOwner else {
-                    throw invalid(text, sawOwner && pair.hasPrefix("owner=") ? "'owner' is given twice"
+            let key = Array("owner=".utf8)
+            for pair in parts[1].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
+                guard pair.starts(with: key), !sawOwner else {
+                    throw invalid(text, sawOwner && pair.starts(with: key) ? "'owner' is given twice"
                                                                            : "the only query key a reference takes is 'owner'")
                 }
                 sawOwner = true
-                owner = try decode(pair.dropFirst("owner=".count), in: text, what: "owner")
+                owner = try decode(pair.dropFirst(key.count), in: text, what: "owner")
             }
         }
         do {
@@ -70,9 +73,9 @@ public struct SecretReference: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Decodes `%XX` escapes exactly once; the result must be UTF-8 without control characters.
-    private static func decode(_ part: Substring, in text: String, what: String) throws -> String {
+    private static func decode(_ part: ArraySlice<UInt8>, in text: String, what: String) throws -> String {
         var bytes: [UInt8] = []
-        var iterator = part.utf8.makeIterator()
+        var iterator = part.makeIterator()
         while let byte = iterator.next() {
             guard byte == UInt8(ascii: "%") else {
                 bytes.append(byte)

@@ -60,7 +60,7 @@ extension VaultCommand {
 
         func run(_ context: CommandContext) async throws {
             if guest { try options.requireFileStore() }
-            let storage = try await context.openStorage(options)
+            let storage = try await context.openEntryStorage(options)
             let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
             let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
             let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)

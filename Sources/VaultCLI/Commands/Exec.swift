@@ -20,7 +20,7 @@ extension VaultCommand {
                 variables; a value that is a reference vault://… is replaced by the secret, every other value is \
                 set as written. Each --file VAR=ENTRY writes the secret to a file in a private folder (0700, \
                 under $XDG_RUNTIME_DIR, else $TMPDIR) and sets VAR to its path; the folder is removed when the \
-                command ends (a folder left by a killed vault is removed by the next 'vault exec --file'). \
+                command ends (a folder left by a killed vault is removed by the next 'vault exec'). \
                 Later sources win: the environment, then each --env-file in order, then --env and --file.
 
                 Without --mask the secrets are read, the command started, and vault's copies wiped at once; \
@@ -74,6 +74,10 @@ extension VaultCommand {
             let environmentFiles = try self.environmentFiles.map { path in
                 (path: path, file: try DotEnvFile(parsing: SecureFileSystem.readInputFile(path, maxBytes: Self.maximumFileBytes), path: path))
             }
+            // From here a SIGINT or SIGTERM is kept for the command, not the end of vault, so the
+            // secret files below are always removed by this process.
+            ChildProcess.installForwarding()
+            ProgramSecretFolder.removeLeftovers()
             let folder = fileMappings.isEmpty ? nil : try ProgramSecretFolder.create()
             defer { folder?.remove() }
             var prepared = try await prepare(context, environmentFiles: environmentFiles, folder: folder)
@@ -89,8 +93,7 @@ extension VaultCommand {
             // Nothing of the vault stays in this process while it waits: the store, its keys and
             // the key are released (zeroised) now. With --mask only the values to mask stay.
             await context.close()
-            masking?.relayUntilEnd()
-            let outcome = try ChildProcess.wait(for: pid)
+            let outcome = try masking.map { try $0.relayUntilEnd(command: pid) { folder?.remove() } } ?? ChildProcess.wait(for: pid)
             folder?.remove()
             switch outcome {
             case .exited(let status):
@@ -112,7 +115,7 @@ extension VaultCommand {
             var shortSecrets: [String] = []
 
             mutating func set(_ name: String, _ value: SecureBytes, isSecret: Bool) {
-                assignments.removeAll { $0.name == name }
+                assignments.removeAll { $0.name.utf8.elementsEqual(name.utf8) }
                 assignments.append((name, value))
                 guard isSecret else { return }
                 secretValues.append(value)
@@ -123,13 +126,23 @@ extension VaultCommand {
         /// Opens the vault and reads every secret; the store is gone when this returns.
         private func prepare(_ context: CommandContext, environmentFiles: [(path: String, file: DotEnvFile)],
                              folder: ProgramSecretFolder?) async throws -> Prepared {
-            let resolver = ReferenceResolver(storage: try await context.openStorage(options))
+            let resolver = ReferenceResolver(storage: try await context.openEntryStorage(options))
             var prepared = Prepared()
             for (path, file) in environmentFiles {
                 for binding in file.values {
                     guard let value = binding.value else { continue }
                     let origin = "\(path), line \(binding.line)"
-                    if let reference = try SecretReference.parse(value) {
+                    guard !binding.key.utf8.contains(UInt8(ascii: "=")), !binding.key.utf8.contains(0), !value.utf8.contains(0) else {
+                        throw UsageError("\(TerminalText.escaped(origin)): a variable's name holds '=' or a NUL byte, or its value a NUL byte, "
+                                         + "which an environment cannot hold")
+                    }
+                    let parsed: SecretReference?
+                    do {
+                        parsed = try SecretReference.parse(value)
+                    } catch let error as VaultError {
+                        throw VaultError(error.code, "\(origin): \(error.message)", fix: error.fix)
+                    }
+                    if let reference = parsed {
                         let secret = try await resolver.secret(for: reference, origin: origin)
                         try Self.requireNoNUL(secret, origin: origin)
                         prepared.set(binding.key, secret, isSecret: true)

@@ -39,7 +39,7 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             // Find the clipboard before opening the vault: without one, fail before any passphrase is asked for.
             let clipboard = clip ? try Clipboard.find() : nil
-            let secret = try await context.openStorage(options).readEntry(named: name, owner: owner).secret
+            let secret = try await context.openEntryStorage(options).readEntry(named: name, owner: owner).secret
             guard let clipboard else { return try StandardIO.printOutput(secret) }
             try clipboard.copy(secret)
             let seconds = clearAfter ?? 45

@@ -56,12 +56,12 @@ extension VaultCommand {
             var plan = ImportPlan(read, checkSecrets: !(dryRun && format == .pass))
             if !plan.invalid.isEmpty, !skipInvalid {
                 if json { try printReport(plan, written: false) }
+                for item in plan.invalid { ErrorReport.note("  \(TerminalText.escaped(item.name)): \(item.reason)") }
                 throw VaultError(.invalidInput,
-                                 "\(plan.invalid.count) name\(plan.invalid.count == 1 ? " is" : "s are") not valid for vault; nothing was imported:\n"
-                                 + plan.invalid.map { "  \(TerminalText.escaped($0.name)): \($0.reason)" }.joined(separator: "\n"),
+                                 "\(plan.invalid.count) name\(plan.invalid.count == 1 ? " is" : "s are") not valid for vault (listed above); nothing was imported",
                                  fix: "rename them in the source, or pass --skip-invalid to import the rest")
             }
-            let storage = try await context.openStorage(options)
+            let storage = try await context.openEntryStorage(options)
             let existing = Set(try await storage.listEntries(owner: "").map(\.name))
             plan.separate(existing: existing, replace: replace)
             if !dryRun, !plan.toImport.isEmpty {
@@ -116,14 +116,16 @@ struct ImportPlan {
 
     /// Checks every candidate and drops all but the last of each name.
     init(_ source: ImportSource, checkSecrets: Bool) {
-        var lastIndex: [String: Int] = [:]
-        for (index, candidate) in source.candidates.enumerated() { lastIndex[candidate.name] = index }
+        // Names compared as bytes: an NFC and an NFD spelling are two names (the NFD one is invalid).
+        var lastIndex: [[UInt8]: Int] = [:]
+        for (index, candidate) in source.candidates.enumerated() { lastIndex[Array(candidate.name.utf8)] = index }
         for (index, candidate) in source.candidates.enumerated() {
-            guard lastIndex[candidate.name] == index else {
+            guard lastIndex[Array(candidate.name.utf8)] == index else {
                 skipped.append((candidate.name, "the source has this name again further on; the last one is imported"))
                 continue
             }
             do {
+                if let reason = candidate.invalidReason { throw VaultError(.invalidInput, reason) }
                 try EntryValidation.checkName(candidate.name)
                 try EntryValidation.checkLabel(candidate.label)
                 if checkSecrets { try EntryValidation.checkSecret(byteCount: candidate.secret.count) }
@@ -139,12 +141,13 @@ struct ImportPlan {
 
     /// Leaves out (or, with `replace`, marks as replaced) the names already in the vault.
     mutating func separate(existing: Set<String>, replace: Bool) {
-        let present = toImport.filter { existing.contains($0.name) }
+        let existing = Set(existing.map { Array($0.utf8) })
+        let present = toImport.filter { existing.contains(Array($0.name.utf8)) }
         guard !present.isEmpty else { return }
         if replace {
             replacing = present.map(\.name)
         } else {
-            toImport.removeAll { existing.contains($0.name) }
+            toImport.removeAll { existing.contains(Array($0.name.utf8)) }
             skipped += present.map { ($0.name, "already in the vault (--replace replaces it)") }
         }
     }

@@ -40,7 +40,7 @@ extension VaultCommand {
                                               path: self.template)
             var secrets: [SecretReference: SecureBytes] = [:]
             if !template.placeholders.isEmpty {
-                let resolver = ReferenceResolver(storage: try await context.openStorage(options))
+                let resolver = ReferenceResolver(storage: try await context.openEntryStorage(options))
                 for placeholder in template.placeholders where secrets[placeholder.reference] == nil {
                     secrets[placeholder.reference] = try await resolver.secret(
                         for: placeholder.reference, origin: "\(self.template), line \(placeholder.line)")

@@ -26,7 +26,7 @@ extension VaultCommand {
         var owner = ""
 
         func run(_ context: CommandContext) async throws {
-            let entry = try await context.openStorage(options).readEntry(named: name, owner: owner)
+            let entry = try await context.openEntryStorage(options).readEntry(named: name, owner: owner)
             let inspection = EntryInspection(entry, now: Date())
             try StandardIO.printOutput(json ? TextLayout.json(inspection.jsonValue) : TextLayout.fields(inspection.fields))
         }

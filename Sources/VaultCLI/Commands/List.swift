@@ -25,7 +25,7 @@ extension VaultCommand {
 
         func run(_ context: CommandContext) async throws {
             let now = Date()
-            let entries = try await context.openStorage(options).listEntries(owner: owner)
+            let entries = try await context.openEntryStorage(options).listEntries(owner: owner)
                 .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
             if json {
                 try StandardIO.printOutput(bytes: EntryListJSON.render(entries, now: now) + [0x0A])

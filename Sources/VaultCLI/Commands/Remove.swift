@@ -18,7 +18,7 @@ extension VaultCommand {
         var owner = ""
 
         func run(_ context: CommandContext) async throws {
-            try await context.openStorage(options).removeEntry(named: name, owner: owner)
+            try await context.openEntryStorage(options).removeEntry(named: name, owner: owner)
             ErrorReport.note("Removed '\(TerminalText.escaped(name))'.")
         }
     }

@@ -118,6 +118,25 @@ package final class CommandContext: Sendable {
         return try await openPostgres(options, url: selected.url, name: selected.storeName)
     }
 
+    /// The store for the entry commands (`get`, `list`, `inspect`, `add`, `rm`, `exec`, `inject`,
+    /// `import`, the git and docker helpers): through the user's `vault agent` when one answers and
+    /// holds this vault unlocked, else `openStorage`.
+    ///
+    /// The agent comes after `--key-file` and `--passphrase-file` in the key order and before
+    /// `$VAULT_KEY_FILE`, `$VAULT_PASSPHRASE` and the prompt; `--no-agent` skips it, and so does a
+    /// PostgreSQL store. With no agent configured (`VAULT_AGENT_SOCK`, `XDG_RUNTIME_DIR`) or no socket
+    /// there, nothing is tried; with an agent that does not hold the vault, one request is.
+    func openEntryStorage(_ options: VaultOptions) async throws -> any SecretStorage {
+        guard !options.noAgent, options.keyFile == nil, options.passphraseFile == nil, memo.withLock({ $0.store == nil }),
+              try options.storeSelection.postgres == nil, let client = VaultAgentClient.forCurrentUser(),
+              SecretStore.exists(in: options.directory) else {
+            return try await openStorage(options)
+        }
+        return AgentStorage(client: client, directory: try VaultAgentClient.canonical(options.directory)) { [self] in
+            try await self.openStorage(options)
+        }
+    }
+
     /// Creates a vault in the selected store; a passphrase typed on the terminal is asked for twice.
     func createStorage(_ options: VaultOptions, allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
         guard let selected = try options.storeSelection.postgres else {

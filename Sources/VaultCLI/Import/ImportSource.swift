@@ -38,6 +38,8 @@ struct ImportSource {
         let secret: SecureBytes
         /// A label (`Username @ URL`), or nil.
         let label: String?
+        /// Why the source's own data makes it invalid (a name that is not UTF-8), or nil.
+        var invalidReason: String? = nil
     }
 
     /// The entries, in source order.

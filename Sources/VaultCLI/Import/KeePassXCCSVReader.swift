@@ -36,17 +36,21 @@ enum KeePassXCCSVReader {
             // "Passwords", anything) is not part of the entry's name.
             let groups = text(record[group]).split(separator: "/", omittingEmptySubsequences: false).dropFirst()
             let name = (groups.map(String.init) + [text(record[title])]).joined(separator: "/")
+            let isUTF8 = [record[group], record[title]].allSatisfy { field in
+                field.withUnsafeBytes { String(validating: $0, as: UTF8.self) != nil }
+            }
             guard !record[password].isEmpty else {
                 source.unsupported.append((name, "no password"))
                 continue
             }
             source.candidates.append(.init(name: name, secret: record[password],
-                                           label: ImportSource.Candidate.label(username: text(record[username]), url: text(record[url]))))
+                                           label: ImportSource.Candidate.label(username: text(record[username]), url: text(record[url])),
+                                           invalidReason: isUTF8 ? nil : "the group or title is not UTF-8 text"))
         }
         return source
     }
 
-    /// A non-secret field as text (invalid UTF-8 is replaced, and then refused as a name by validation).
+    /// A non-secret field as text (invalid UTF-8 is replaced; a name with such bytes is marked invalid).
     private static func text(_ field: SecureBytes) -> String {
         field.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }

@@ -49,6 +49,8 @@ package enum VaultExitStatus {
         .serverUnavailable: serverUnavailable,
         .serverRefused: serverRefused,
         .unsupportedOperation: usage,
+        .agentUnavailable: serverUnavailable,
+        .vaultLocked: permission,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
@@ -58,12 +60,12 @@ package enum VaultExitStatus {
         (usage, "usage: bad option or value, no key source and no terminal; not available on a fleet session"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
         (notFound, "vault, entry or file not found; nobody signed in"),
-        (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost"),
+        (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost; no vault agent answering (start one: vault agent)"),
         (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock"),
         (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …)"),
-        (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again)"),
+        (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again); vault not unlocked in the agent"),
     ]
 
     /// The exit status for `code`; 1 for codes this table does not know.

@@ -66,17 +66,7 @@ enum ChildProcess {
     /// - Throws: `UsageError` for a command that cannot be started (exit 127 or 126 via `CommandNotStarted`).
     static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)],
                       standardOutput: Int32? = nil, standardError: Int32? = nil) throws -> pid_t {
-        // Install the forwarders and make sure vault receives these signals at all: a parent
-        // may have started it with them blocked (the mask is inherited).
-        // Touch the state first: a global is initialised lazily, which a handler must not do.
-        forwardingState.store(0, ordering: .sequentiallyConsistent)
-        var forwarded = sigset_t()
-        sigemptyset(&forwarded)
-        for number in forwardedSignals {
-            _ = signal(number, forwardSignal)
-            sigaddset(&forwarded, number)
-        }
-        _ = pthread_sigmask(SIG_UNBLOCK, &forwarded, nil)
+        installForwarding()
         var assignments: [UInt8] = []
         var offsets: [Int] = []
         for secret in secrets {
@@ -128,6 +118,38 @@ enum ChildProcess {
         }
         publishForwardingTarget(pid)
         return pid
+    }
+
+    /// Installs the forwarders of SIGINT, SIGTERM, SIGHUP and SIGQUIT, and makes sure vault receives
+    /// these signals at all (a parent may have started it with them blocked: the mask is inherited).
+    /// Idempotent. From here on such a signal does not end vault: it is kept for the child that
+    /// `spawn` starts, so `exec` calls this before it writes files that its own exit must remove.
+    static func installForwarding() {
+        // Touch the state first: a global is initialised lazily, which a handler must not do.
+        _ = forwardingState.load(ordering: .sequentiallyConsistent)
+        var forwarded = sigset_t()
+        sigemptyset(&forwarded)
+        for number in forwardedSignals {
+            _ = signal(number, forwardSignal)
+            sigaddset(&forwarded, number)
+        }
+        _ = pthread_sigmask(SIG_UNBLOCK, &forwarded, nil)
+    }
+
+    /// The child's outcome if it has ended, without waiting; nil while it runs.
+    static func reap(_ pid: pid_t) throws -> Outcome? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == 0 { return nil }
+            if result < 0 {
+                guard errno == EINTR else { throw VaultError.io("waiting for the command", path: nil, errno: errno) }
+                continue
+            }
+            forwardingState.store(0, ordering: .sequentiallyConsistent)
+            let low = status & 0x7F
+            return low == 0 ? .exited((status >> 8) & 0xFF) : .signalled(low)
+        }
     }
 
     /// Waits for the child to end (retrying `EINTR`, which forwarded signals cause).

@@ -32,6 +32,9 @@ struct VaultOptions: ParsableArguments {
     @Flag(name: .customLong("no-prompt"), help: "Never ask on the terminal; fail when a passphrase or confirmation is needed.")
     var noPrompt = false
 
+    @Flag(name: .customLong("no-agent"), help: "Do not ask a running 'vault agent'; open the vault directly.")
+    var noAgent = false
+
     @Flag(name: .customLong("accept-rollback"), help: ArgumentHelp(
         "Accept a vault older than one this machine has seen (a backup restored on purpose); the remembered generation is reset to it."))
     var acceptRollback = false

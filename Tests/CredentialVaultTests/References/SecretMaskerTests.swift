@@ -55,4 +55,12 @@ struct SecretMaskerTests {
     @Test func multiLineAndBinarySecretsAreReplaced() {
         #expect(Self.masked(["-line1\nli", "ne2-"], secrets: ["line1\nline2"]) == "-\(Self.marker)-")
     }
+
+    @Test func overlappingSecretsAreHiddenWhole() {
+        // "key1" ends where "1-token-abcdef" begins: neither may leave part of the other visible.
+        let secrets = ["key1", "1-token-abcdef"]
+        #expect(Self.masked(["key1-token-abcdef\n"], secrets: secrets) == "\(Self.marker)\n")
+        #expect(Self.masked("key1-token-abcdef\n".map { String($0) }, secrets: secrets) == "\(Self.marker)\n")
+        #expect(Self.masked(["a key1 b"], secrets: secrets) == "a \(Self.marker) b")
+    }
 }

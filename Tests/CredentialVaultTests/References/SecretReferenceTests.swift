@@ -23,7 +23,7 @@ struct SecretReferenceTests {
         #expect(try SecretReference.parse(reference.description) == reference, "the canonical form reads back")
     }
 
-    @Test(arguments: ["api", "", "https://example.test", "VAULT://api", " vault://api", "vault:/api"])
+    @Test(arguments: ["api", "", "https://example.test", "VAULT://api", " vault://api", "vault:/api", "vault:\u{301}//api"])
     func otherTextIsNoReference(text: String) throws {
         #expect(try SecretReference.parse(text) == nil)
     }
@@ -31,7 +31,7 @@ struct SecretReferenceTests {
     @Test(arguments: [
         "vault://", "vault://?owner=x", "vault://a#b", "vault://a?owner=x#f", "vault://a?other=1", "vault://a?owner=x&owner=y",
         "vault://a?owner=x&b=1", "vault://a%", "vault://a%2", "vault://a%zz", "vault://a%FF", "vault://a%0A", "vault://a%1B[31m",
-        "vault://cafe%CC%81",
+        "vault://cafe%CC%81", "vault://s#\u{301}x", "vault://a?\u{301}owner=x", "vault://a?owner=x&\u{301}b=1",
     ])
     func malformedReferencesAreRefused(text: String) {
         let error = #expect(throws: VaultError.self) { try SecretReference.parse(text) }

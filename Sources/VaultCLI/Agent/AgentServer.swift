@@ -1,0 +1,371 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CredentialVault
+import Dispatch
+import FoundationEssentials
+import Synchronization
+import VaultCrypto
+
+// The write end of the agent's wake-up pipe, for its signal handler (a handler can reach only
+// globals; an atomic word, so no lock is needed). -1 when no agent runs in this process.
+private let wakeUpDescriptor = Atomic<Int32>(-1)
+
+/// SIGTERM, SIGINT, SIGHUP: wake the accept loop, which then forgets every key and exits.
+/// Async-signal-safe: an atomic load and write(2).
+private func requestStop(_ signal: Int32) {
+    let descriptor = wakeUpDescriptor.load(ordering: .sequentiallyConsistent)
+    guard descriptor >= 0 else { return }
+    var byte: UInt8 = 1
+    _ = write(descriptor, &byte, 1)
+}
+
+/// `vault agent`: holds unlocked vault files and answers entry requests on a Unix socket, so that
+/// commands (and apps, through `VaultAgentClient`) need neither the passphrase nor the key.
+///
+/// One thread accepts; each connection is served on a thread of its own (at most
+/// `maximumConnections`; more are closed at once), one request at a time, and closed after
+/// `connectionIdleTimeout` without a request. Every peer must be this user (`SO_PEERCRED`). The
+/// opened stores are `SecretStore`s: each request re-reads the vault file when another process
+/// changed it (its generation check), and a key that no longer opens it (a `passwd` meanwhile) makes
+/// the agent forget that vault and answer "locked", never write with a stale key.
+final class AgentServer: @unchecked Sendable {
+    // @unchecked: `vaults` is behind its Mutex; everything else is set in init and not changed
+    // (the descriptors are closed only by `run` after the loop, when no connection is served).
+
+    /// One unlocked vault.
+    struct UnlockedVault {
+        let store: SecretStore
+        let unlockedAt: Date
+        var lastUsed: ContinuousClock.Instant
+        let unlockedInstant: ContinuousClock.Instant
+    }
+
+    let socketPath: String
+    let idleTimeout: Duration
+    let maximumLifetime: Duration
+    private let listener: Int32
+    private let ownsSocketFile: Bool
+    private let wakeUp: (read: Int32, write: Int32)
+    private let vaults = Mutex<[String: UnlockedVault]>([:])
+    /// Every open connection, with when it became idle (nil while a request is being answered).
+    private let connections = Mutex<[Int32: ContinuousClock.Instant?]>([:])
+    private let queue = DispatchQueue(label: "vault.agent.connections", attributes: .concurrent)
+
+    /// The most connections served at once.
+    static let maximumConnections = 64
+    /// A connection without a request for this long is closed.
+    static let connectionIdleTimeout = Duration.seconds(30)
+    /// How long writing an answer may take.
+    static let answerTimeout = Duration.seconds(10)
+
+    /// Binds the socket (or takes the one systemd passed: `LISTEN_FDS`).
+    /// - Throws: `.alreadyExists` when an agent already answers there; the socket checks' errors.
+    init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration) throws {
+        self.socketPath = socketPath
+        self.idleTimeout = idleTimeout
+        self.maximumLifetime = maximumLifetime
+        if let activated = Self.activatedSocket() {
+            listener = activated
+            ownsSocketFile = false
+        } else {
+            listener = try Self.bind(socketPath)
+            ownsSocketFile = true
+        }
+        var ends: [Int32] = [-1, -1]
+        guard Subprocess.makePipe(&ends) else { throw VaultError.io("creating the agent's wake-up pipe", path: nil, errno: errno) }
+        wakeUp = (ends[0], ends[1])
+    }
+
+    /// The listening socket systemd passed (socket activation), if any: fd 3 when `LISTEN_PID` is this process.
+    private static func activatedSocket() -> Int32? {
+        guard let pid = KeySources.environmentValue("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
+              let count = KeySources.environmentValue("LISTEN_FDS").flatMap(Int.init), count >= 1 else { return nil }
+        unsetenv("LISTEN_PID")
+        unsetenv("LISTEN_FDS")
+        unsetenv("LISTEN_FDNAMES")
+        _ = fcntl(3, F_SETFD, FD_CLOEXEC)
+        return 3
+    }
+
+    /// Makes the socket's folder (for the default path), refuses a live agent, removes a stale socket, binds 0600.
+    private static func bind(_ path: String) throws -> Int32 {
+        let folder = PathText.parent(of: path)
+        if KeySources.environmentValue("VAULT_AGENT_SOCK") == nil {
+            // $XDG_RUNTIME_DIR/vault: made 0700 (an existing one is checked below, never repaired).
+            if mkdir(folder, 0o700) != 0, errno != EEXIST {
+                throw VaultError.io("creating the agent's folder", path: folder, errno: errno)
+            }
+        }
+        try AgentSocketPath.check(path, socketMustExist: false)
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            // A socket is there: another agent, or one that died. Only a dead one's is removed.
+            if (try? VaultAgentClient(socketPath: path).status()) != nil {
+                throw VaultError(.alreadyExists, "an agent already answers on this socket", path: path)
+            }
+            guard unlink(path) == 0 else { throw VaultError.io("removing a stale agent socket", path: path, errno: errno) }
+        }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw VaultError.io("creating the agent socket", path: path, errno: errno) }
+        var address = AgentSocketPath.address(path)
+        let previousMask = umask(0o177)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        umask(previousMask)
+        guard bound == 0, listen(descriptor, 128) == 0 else {
+            let code = errno
+            _ = close(descriptor)
+            throw VaultError.io("listening on the agent socket", path: path, errno: code)
+        }
+        return descriptor
+    }
+
+    /// Serves until SIGTERM, SIGINT or SIGHUP; then forgets every key, removes the socket and returns.
+    /// - Parameter ready: called once the agent accepts connections.
+    func run(ready: () -> Void) {
+        wakeUpDescriptor.store(wakeUp.write, ordering: .sequentiallyConsistent)
+        for number in [SIGTERM, SIGINT, SIGHUP] { _ = signal(number, requestStop) }
+        _ = signal(SIGPIPE, SIG_IGN)
+        ready()
+        var pollers = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeUp.read, events: Int16(POLLIN), revents: 0)]
+        while true {
+            pollers[0].revents = 0
+            pollers[1].revents = 0
+            let ready = poll(&pollers, 2, 1000)
+            forgetExpiredKeys()
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if pollers[1].revents != 0 { break }
+            if pollers[0].revents != 0 { acceptOne() }
+        }
+        wakeUpDescriptor.store(-1, ordering: .sequentiallyConsistent)
+        lockAll()
+        _ = close(listener)
+        if ownsSocketFile { _ = unlink(socketPath) }
+    }
+
+    private func acceptOne() {
+        let client = accept(listener, nil, nil)
+        guard client >= 0 else { return }
+        // Only this thread accepts and the agent starts no programs, so setting the flag after
+        // accept(2) leaves no window for a descriptor to leak into one.
+        _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        guard let peer = AgentSocketPath.peerCredentials(client), peer.uid == geteuid() else {
+            AgentLog.write("refused a connection from another user")
+            _ = close(client)
+            return
+        }
+        // At the cap, the connection idle the longest makes room (shut down: its thread wakes and
+        // ends); when every one is busy, the new one is closed. Idle clients cannot starve others.
+        let admitted: Bool = connections.withLock { connections in
+            if connections.count >= Self.maximumConnections {
+                let idle = connections.compactMap { descriptor, since in since.map { (descriptor, $0) } }.min { $0.1 < $1.1 }
+                guard let (oldest, _) = idle else { return false }
+                _ = shutdown(oldest, Int32(SHUT_RDWR))
+                connections[oldest] = nil
+            }
+            connections[client] = .some(.now)
+            return true
+        }
+        guard admitted else {
+            _ = close(client)
+            return
+        }
+        queue.async {
+            self.serve(client)
+            self.connections.withLock { connections in
+                // Closed by its own thread only, after it is out of the table (so no reused
+                // descriptor number can be shut down by mistake).
+                if connections[client] != nil { connections[client] = nil }
+            }
+            _ = close(client)
+        }
+    }
+
+    /// Answers the requests of one connection until it closes, idles out or sends garbage.
+    private func serve(_ client: Int32) {
+        while true {
+            let request: AgentMessage?
+            do {
+                request = try AgentWire.receive(on: client, deadline: .now + Self.connectionIdleTimeout)
+            } catch {
+                return
+            }
+            guard let request else { return }
+            let stillOpen = connections.withLock { connections -> Bool in
+                guard connections[client] != nil else { return false }
+                connections[client] = .some(nil)
+                return true
+            }
+            guard stillOpen else { return }
+            let answer = answer(request)
+            connections.withLock { connections in
+                if connections[client] != nil { connections[client] = .some(.now) }
+            }
+            do {
+                try AgentWire.send(answer, on: client, deadline: .now + Self.answerTimeout)
+            } catch {
+                return
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    func answer(_ request: AgentMessage) -> AgentMessage {
+        do {
+            switch request.header["op"]?.stringValue {
+            case "status": return statusAnswer()
+            case "unlock": return try unlock(request)
+            case "lock":
+                lockAll()
+                return AgentMessage(["ok": true])
+            case "list":
+                let entries = try withVault(request) { try $0.list(owner: request.header["owner"]?.stringValue) }
+                return AgentMessage(["ok": true, "entries": .array(entries.map(VaultAgentClient.metadataJSON))])
+            case "get":
+                let (name, owner) = try nameAndOwner(request)
+                let entry = try withVault(request) { try $0.entry(named: name, owner: owner) }
+                return AgentMessage(["ok": true, "entry": VaultAgentClient.metadataJSON(entry.metadata), "secrets": 1], secrets: [entry.secret])
+            case "add":
+                let entries = try newEntries(request)
+                let replace = request.header["replace"]?.boolValue ?? false
+                let stored = try withVault(request) { store in
+                    try store.update { transaction in try entries.map { try transaction.put($0, replace: replace) } }
+                }
+                return AgentMessage(["ok": true, "entries": .array(stored.map(VaultAgentClient.metadataJSON))])
+            case "rm":
+                let (name, owner) = try nameAndOwner(request)
+                try withVault(request) { try $0.remove(named: name, owner: owner) }
+                return AgentMessage(["ok": true])
+            default:
+                throw VaultError(.invalidInput, "the agent does not know this request")
+            }
+        } catch let error as VaultError {
+            return AgentMessage(["ok": false, "code": .string(error.code.rawValue), "message": .string(error.message),
+                                 "path": error.path.map(JSONValue.string) ?? .null, "fix": error.fix.map(JSONValue.string) ?? .null])
+        } catch {
+            return AgentMessage(["ok": false, "code": "io", "message": "the agent failed to answer"])
+        }
+    }
+
+    private func statusAnswer() -> AgentMessage {
+        let now = ContinuousClock.now, wallNow = Date()
+        let listed: [JSONValue] = vaults.withLock { vaults in
+            vaults.sorted { $0.key < $1.key }.map { directory, vault in
+                let expires = min(vault.lastUsed + idleTimeout, vault.unlockedInstant + maximumLifetime)
+                let expiresAt = wallNow.addingTimeInterval(Self.seconds(expires - now))
+                return [
+                    "directory": .string(directory),
+                    "unlockedAt": .string(RFC3339.string(from: vault.unlockedAt)),
+                    "expiresAt": .string(RFC3339.string(from: expiresAt)),
+                    "unlockedAtSeconds": .number(vault.unlockedAt.timeIntervalSince1970),
+                    "expiresAtSeconds": .number(expiresAt.timeIntervalSince1970),
+                ]
+            }
+        }
+        return AgentMessage(["ok": true, "pid": .integer(Int128(getpid())), "socket": .string(socketPath), "vaults": .array(listed)])
+    }
+
+    private func unlock(_ request: AgentMessage) throws -> AgentMessage {
+        guard let directory = request.header["directory"]?.stringValue, let bytes = request.secrets.first else {
+            throw VaultError(.invalidInput, "an unlock request needs a directory and a key")
+        }
+        let key: VaultKey = switch request.header["key"]?.stringValue {
+        case "keyMaterial": .keyMaterial(bytes)
+        default: .passphrase(bytes)
+        }
+        let store = try SecretStore.open(in: directory, key: key)
+        let now = ContinuousClock.now
+        vaults.withLock { $0[directory] = UnlockedVault(store: store, unlockedAt: Date(), lastUsed: now, unlockedInstant: now) }
+        AgentLog.write("unlocked \(directory)")
+        return AgentMessage(["ok": true])
+    }
+
+    /// Runs `body` on the unlocked vault the request names; a key that no longer opens it locks it.
+    private func withVault<T>(_ request: AgentMessage, _ body: (SecretStore) throws -> T) throws -> T {
+        guard let directory = request.header["directory"]?.stringValue else {
+            throw VaultError(.invalidInput, "the request names no vault")
+        }
+        let store: SecretStore? = vaults.withLock { vaults in
+            guard var vault = vaults[directory] else { return nil }
+            vault.lastUsed = .now
+            vaults[directory] = vault
+            return vault.store
+        }
+        guard let store else {
+            throw VaultError(.vaultLocked, "the agent does not hold this vault unlocked", path: directory)
+        }
+        do {
+            return try body(store)
+        } catch let error as VaultError where error.code == .wrongKey || error.code == .suspiciousKDFParameters {
+            vaults.withLock { vaults in
+                if vaults[directory]?.store === store { vaults[directory] = nil }
+            }
+            AgentLog.write("forgot \(directory): its key no longer opens it")
+            throw VaultError(.vaultLocked, "the vault's key changed since it was unlocked; the agent forgot it", path: directory)
+        }
+    }
+
+    private func nameAndOwner(_ request: AgentMessage) throws -> (String, String) {
+        guard let name = request.header["name"]?.stringValue else { throw VaultError(.invalidInput, "the request names no entry") }
+        return (name, request.header["owner"]?.stringValue ?? "")
+    }
+
+    private func newEntries(_ request: AgentMessage) throws -> [NewEntry] {
+        let descriptions = request.header["entries"]?.arrayValue ?? []
+        guard descriptions.count == request.secrets.count else {
+            throw VaultError(.invalidInput, "the request's entries and secrets do not match")
+        }
+        return try zip(descriptions, request.secrets).map { description, secret in
+            guard let name = description["name"]?.stringValue,
+                  let kind = description["kind"]?.stringValue.flatMap(EntryKind.init(rawValue:)) else {
+                throw VaultError(.invalidInput, "an entry of the request is malformed")
+            }
+            return NewEntry(name: name, owner: description["owner"]?.stringValue ?? "", secret: secret, kind: kind,
+                            label: description["label"]?.stringValue,
+                            expiresAt: description["expiresAtSeconds"]?.doubleValue.map(Date.init(timeIntervalSince1970:)),
+                            transferable: description["transferable"]?.boolValue ?? true)
+        }
+    }
+
+    // MARK: Forgetting keys
+
+    /// Forgets every key (the stores go, and with them their zeroising key buffers).
+    func lockAll() {
+        let forgotten = vaults.withLock { vaults -> Int in
+            let count = vaults.count
+            vaults.removeAll()
+            return count
+        }
+        if forgotten > 0 { AgentLog.write("locked: forgot \(forgotten) vault key\(forgotten == 1 ? "" : "s")") }
+    }
+
+    private func forgetExpiredKeys() {
+        let now = ContinuousClock.now
+        let expired: [String] = vaults.withLock { vaults in
+            let expired = vaults.filter { now - $0.value.lastUsed >= idleTimeout || now - $0.value.unlockedInstant >= maximumLifetime }
+                .map(\.key)
+            for directory in expired { vaults[directory] = nil }
+            return expired
+        }
+        for directory in expired { AgentLog.write("forgot \(directory): timed out") }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// The agent's log, on standard error: times, events, directories; never a secret, key or entry value.
+enum AgentLog {
+    static func write(_ event: String) {
+        StandardIO.printError("\(RFC3339.string(from: Date())) vault agent[\(getpid())]: \(TerminalText.escaped(event))\n")
+    }
+}

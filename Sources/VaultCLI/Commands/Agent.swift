@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import CredentialVault
+import FoundationEssentials
+
+extension VaultCommand {
+    /// `vault agent [--sh | --status [--json]] [--idle-timeout D] [--max-lifetime D]`.
+    struct Agent: ContextCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "agent",
+            abstract: "Run the agent that holds unlocked vaults, so commands need no passphrase (see 'vault unlock').",
+            discussion: """
+                The agent listens on $VAULT_AGENT_SOCK, else $XDG_RUNTIME_DIR/vault/agent.sock (its folder \
+                0700); with neither set it does not start. It answers get, list, add and rm for the vaults \
+                'vault unlock' gave it: the key never leaves the agent, and only processes of your own user \
+                are served. It forgets a vault's key after --idle-timeout without use, after --max-lifetime \
+                at the latest, on 'vault lock', and when it ends (SIGTERM, SIGINT, SIGHUP).
+
+                Without options the agent runs in the foreground (what a systemd unit starts; socket \
+                activation through LISTEN_FDS works). --sh starts it in the background and prints the shell \
+                lines that export VAULT_AGENT_SOCK, as ssh-agent does: eval "$(vault agent --sh)". \
+                --status asks the running agent which vaults it holds and until when (exit 69 when none answers).
+                """
+        )
+
+        @Flag(name: .customLong("sh"), help: "Start the agent in the background and print the shell lines that point commands at it.")
+        var shell = false
+
+        @Flag(help: "Ask the running agent which vaults it holds unlocked, and until when.")
+        var status = false
+
+        @Flag(help: "With --status: as JSON (pid, socket, vaults: [{directory, unlockedAt, expiresAt}]).")
+        var json = false
+
+        @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Forget a vault's key after DURATION without use (default 15m).",
+                                                                      valueName: "DURATION"),
+                transform: HumanDuration.seconds(in:))
+        var idleTimeout: Int64 = 15 * 60
+
+        @Option(name: .customLong("max-lifetime"), help: ArgumentHelp("Forget a vault's key DURATION after it was unlocked, at the latest (default 8h).",
+                                                                      valueName: "DURATION"),
+                transform: HumanDuration.seconds(in:))
+        var maximumLifetime: Int64 = 8 * 3600
+
+        func validate() throws {
+            if shell, status { throw ValidationError("give either --sh or --status") }
+            if json, !status { throw ValidationError("--json goes with --status") }
+            guard idleTimeout > 0, maximumLifetime > 0 else { throw ValidationError("--idle-timeout and --max-lifetime must be above 0s") }
+        }
+
+        func run(_ context: CommandContext) async throws {
+            if status { return try printStatus() }
+            if shell { return try startInBackground() }
+            guard let path = AgentSocketPath.resolve() else {
+                throw UsageError("the agent has no socket: neither VAULT_AGENT_SOCK nor XDG_RUNTIME_DIR is set",
+                                 hint: "set VAULT_AGENT_SOCK=PATH (in a folder of your own), or use eval \"$(vault agent --sh)\"")
+            }
+            let server = try AgentServer(socketPath: path, idleTimeout: .seconds(idleTimeout), maximumLifetime: .seconds(maximumLifetime))
+            server.run {
+                AgentLog.write("listening on \(path) (keys forgotten after \(idleTimeout)s idle, \(maximumLifetime)s at most)")
+            }
+            AgentLog.write("stopped; every key forgotten")
+        }
+
+        private func printStatus() throws {
+            guard let client = VaultAgentClient.forCurrentUser() else { throw Self.noAgent }
+            let status = try client.status()
+            if json {
+                let vaults: [JSONValue] = status.vaults.map {
+                    ["directory": .string($0.directory), "unlockedAt": .string(RFC3339.string(from: $0.unlockedAt)),
+                     "expiresAt": .string(RFC3339.string(from: $0.expiresAt))]
+                }
+                let report: JSONValue = ["pid": .integer(Int128(status.pid)), "socket": .string(status.socket), "vaults": .array(vaults)]
+                return try StandardIO.printOutput(bytes: try report.serialized(prettyPrinted: true) + [UInt8(ascii: "\n")])
+            }
+            var text = "agent \(status.pid) on \(TerminalText.escaped(status.socket))\n"
+            if status.vaults.isEmpty { text += "no vault unlocked\n" }
+            for vault in status.vaults {
+                text += "unlocked: \(TerminalText.escaped(vault.directory)) (since \(RFC3339.string(from: vault.unlockedAt)), "
+                    + "forgotten at \(RFC3339.string(from: vault.expiresAt)) unless used)\n"
+            }
+            try StandardIO.printOutput(text)
+        }
+
+        /// Starts `vault agent` detached (its own session, standard streams on /dev/null), waits until it
+        /// answers, and prints the lines for `eval`.
+        private func startInBackground() throws {
+            var path = AgentSocketPath.resolve()
+            if path == nil {
+                // As ssh-agent does: a private folder of its own under $TMPDIR.
+                var template = Array(PathText.joining(PathText.temporaryDirectory(), "vault-agent-XXXXXX").utf8CString)
+                guard let made = mkdtemp(&template) else { throw VaultError.io("creating the agent's folder", path: nil, errno: errno) }
+                path = PathText.joining(String(cString: made), "agent.sock")
+            }
+            guard let path else { return }
+            if let running = try? VaultAgentClient(socketPath: path).status() {
+                return try printShellLines(socket: path, pid: running.pid, started: false)
+            }
+            let pid = try Self.spawnDetached(["vault", "agent", "--idle-timeout", "\(idleTimeout)s", "--max-lifetime", "\(maximumLifetime)s"],
+                                             socket: path)
+            let client = VaultAgentClient(socketPath: path)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if (try? client.status()) != nil { return try printShellLines(socket: path, pid: pid, started: true) }
+                usleep(20_000)
+            }
+            throw VaultError(.agentUnavailable, "the agent did not start within 10 s", path: path)
+        }
+
+        /// Starts this executable with `arguments` in a session of its own, standard streams on
+        /// /dev/null, with `VAULT_AGENT_SOCK` set to `socket`.
+        private static func spawnDetached(_ arguments: [String], socket: String) throws -> pid_t {
+            setenv("VAULT_AGENT_SOCK", socket, 1)
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            // POSIX_SPAWN_SETSID (glibc 2.26+; Swift's Glibc module does not export the macro).
+            let setSessionID: Int16 = 0x80
+            posix_spawnattr_setflags(&attributes, setSessionID)
+            InheritedDescriptors.closeOnExec()
+            let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            defer { for argument in argv { free(argument) } }
+            var pid: pid_t = 0
+            let status = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ)
+            guard status == 0 else { throw VaultError.io("starting the agent", path: nil, errno: status) }
+            return pid
+        }
+
+        private func printShellLines(socket: String, pid: Int32, started: Bool) throws {
+            let quoted = "'" + socket.replacing("'", with: "'\\''") + "'"
+            try StandardIO.printOutput("VAULT_AGENT_SOCK=\(quoted); export VAULT_AGENT_SOCK;\n"
+                                       + "VAULT_AGENT_PID=\(pid); export VAULT_AGENT_PID;\n"
+                                       + "echo \(started ? "Agent" : "Agent already running,") pid \(pid);\n")
+        }
+
+        static var noAgent: VaultError {
+            VaultError(.agentUnavailable, "no vault agent is configured: neither VAULT_AGENT_SOCK nor XDG_RUNTIME_DIR is set, or no socket is there",
+                       fix: "start one with 'vault agent' (or eval \"$(vault agent --sh)\")")
+        }
+    }
+
+    /// `vault unlock`: gives the agent the vault's key, asked for once.
+    struct Unlock: ContextCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "unlock",
+            abstract: "Give the running agent the vault's key, so commands need no passphrase until it forgets it.",
+            discussion: """
+                The key comes from the usual places (--key-file, --passphrase-file, VAULT_KEY_FILE, \
+                VAULT_PASSPHRASE, or the terminal), is sent over the agent's socket and derived there; \
+                the agent checks it opens the vault. With no agent answering: exit 69.
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        func run(_ context: CommandContext) async throws {
+            try options.requireFileStore()
+            guard let client = VaultAgentClient.forCurrentUser() else { throw Agent.noAgent }
+            guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
+            _ = try client.status()
+            try client.unlock(directory: options.directory, key: try context.key(options))
+            ErrorReport.note("Unlocked \(TerminalText.escaped(options.directory)) in the agent.")
+        }
+    }
+
+    /// `vault lock`: the agent forgets every key.
+    struct Lock: ContextCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "lock",
+            abstract: "Make the running agent forget every vault key it holds."
+        )
+
+        func run(_ context: CommandContext) async throws {
+            guard let client = VaultAgentClient.forCurrentUser() else { throw Agent.noAgent }
+            try client.lock()
+            ErrorReport.note("The agent forgot every key.")
+        }
+    }
+}

@@ -25,7 +25,8 @@ private func requestStop(_ signal: Int32) {
 /// `vault agent`: holds unlocked vault files and answers entry requests on a Unix socket, so that
 /// commands (and apps, through `VaultAgentClient`) need neither the passphrase nor the key.
 ///
-/// One thread accepts; each connection is served on a thread of its own (at most
+/// One thread accepts; each connection is served on a thread of its own (a pthread, not a Dispatch
+/// work item: a connection blocks while it waits for its client, which would starve Dispatch's pool) (at most
 /// `maximumConnections`; more are closed at once), one request at a time, and closed after
 /// `connectionIdleTimeout` without a request. Every peer must be this user (`SO_PEERCRED`). The
 /// opened stores are `SecretStore`s: each request re-reads the vault file when another process
@@ -52,7 +53,6 @@ final class AgentServer: @unchecked Sendable {
     private let vaults = Mutex<[String: UnlockedVault]>([:])
     /// Every open connection, with when it became idle (nil while a request is being answered).
     private let connections = Mutex<[Int32: ContinuousClock.Instant?]>([:])
-    private let queue = DispatchQueue(label: "vault.agent.connections", attributes: .concurrent)
 
     /// The most connections served at once.
     static let maximumConnections = 64
@@ -177,7 +177,7 @@ final class AgentServer: @unchecked Sendable {
             _ = close(client)
             return
         }
-        queue.async {
+        ServiceThread.start {
             self.serve(client)
             self.connections.withLock { connections in
                 // Closed by its own thread only, after it is out of the table (so no reused
@@ -367,5 +367,30 @@ final class AgentServer: @unchecked Sendable {
 enum AgentLog {
     static func write(_ event: String) {
         StandardIO.printError("\(RFC3339.string(from: Date())) vault agent[\(getpid())]: \(TerminalText.escaped(event))\n")
+    }
+}
+
+/// A detached pthread running one closure: the agent's per-connection threads.
+enum ServiceThread {
+    private final class Work {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// Starts `body` on a new detached thread; runs it on the calling thread if none can be made.
+    static func start(_ body: @escaping () -> Void) {
+        let work = Unmanaged.passRetained(Work(body)).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { argument in
+            guard let argument else { return nil }
+            let work = Unmanaged<Work>.fromOpaque(argument).takeRetainedValue()
+            work.body()
+            return nil
+        }, work)
+        if created == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<Work>.fromOpaque(work).takeRetainedValue().body()
+        }
     }
 }

@@ -1,0 +1,251 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Testing
+
+/// `vault agent`, `vault unlock`, `vault lock`: a passphrase vault used without its passphrase while
+/// the agent holds it; every failure bounded; the agent refuses what it must and keeps serving.
+@Suite(.serialized) struct AgentCommandTests {
+    static let passphrase = "correct horse battery staple"
+    static let secret = "agent-secret-\(UUID().uuidString)"
+
+    /// A sandbox with a passphrase vault holding `api`, an agent socket folder (0700) and a running agent.
+    final class World {
+        let sandbox: CLISandbox
+        let agent: RunningCLI
+        let socket: String
+        /// The environment of a command with no key at all, pointed at the agent.
+        let environment: [String: String]
+
+        init(agentArguments: [String] = []) throws {
+            sandbox = try CLISandbox()
+            let folder = sandbox.path("agent")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            socket = folder + "/agent.sock"
+            environment = ["VAULT_AGENT_SOCK": socket]
+            let withPassphrase = ["VAULT_PASSPHRASE": AgentCommandTests.passphrase, "VAULT_AGENT_SOCK": socket]
+            guard try sandbox.run(["init", "--no-agent"], environment: withPassphrase).status == 0,
+                  try sandbox.run(["add", "api", "--no-agent"], stdin: Data(text: AgentCommandTests.secret), environment: withPassphrase).status == 0 else {
+                throw CLITestFailure("could not make the vault")
+            }
+            agent = try sandbox.start(["agent"] + agentArguments, environment: environment)
+            let deadline = Date().addingTimeInterval(20)
+            while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(10_000) }
+            guard FileManager.default.fileExists(atPath: socket) else { throw CLITestFailure("the agent did not start") }
+        }
+
+        func vault(_ arguments: [String], stdin: Data = Data(), environment extra: [String: String] = [:]) throws -> CLIResult {
+            try sandbox.run(arguments, stdin: stdin, environment: environment.merging(extra) { _, new in new })
+        }
+
+        func unlock() throws {
+            let result = try vault(["unlock"], environment: ["VAULT_PASSPHRASE": AgentCommandTests.passphrase])
+            guard result.status == 0 else { throw CLITestFailure("unlock failed: \(result.stderrText)") }
+        }
+
+        func status() throws -> [String: Any] {
+            let result = try vault(["agent", "--status", "--json"])
+            return (try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]) ?? [:]
+        }
+
+        /// Stops the agent with SIGTERM and returns what it printed.
+        func stop() -> CLIResult {
+            kill(agent.pid, SIGTERM)
+            return agent.finish(timeout: 20)
+        }
+
+        deinit {
+            if agent.process.isRunning { kill(agent.pid, SIGKILL) }
+            sandbox.cleanUp()
+        }
+    }
+
+    @Test func anUnlockedPassphraseVaultNeedsNoPassphrase() throws {
+        let world = try World()
+        let before = try world.vault(["get", "api"])
+        #expect(before.status == 64, "no key and not unlocked: the usual 'no key' error")
+        let wrong = try world.vault(["unlock"], environment: ["VAULT_PASSPHRASE": "not the passphrase at all"])
+        #expect(wrong.status == 77)
+        try world.unlock()
+        let got = try world.vault(["get", "api"])
+        #expect(got.status == 0, "\(got.stderrText)")
+        #expect(got.stdoutText == Self.secret)
+        #expect(try world.vault(["add", "second"], stdin: Data(text: "two")).status == 0)
+        #expect(try world.vault(["list"]).stdoutText.contains("second"))
+        #expect(try world.vault(["inspect", "second"]).status == 0)
+        let exec = try world.vault(["exec", "--env", "S=second", "--", "sh", "-c", "printf %s \"$S\""])
+        #expect(exec.stdoutText == "two")
+        #expect(try world.vault(["rm", "second"]).status == 0)
+        #expect(try world.vault(["get", "second"]).status == 66)
+        #expect(try world.vault(["get", "api", "--no-agent"]).status == 64, "--no-agent skips the agent")
+        // What the agent wrote is what the vault holds.
+        let direct = try world.vault(["get", "api", "--no-agent"], environment: ["VAULT_PASSPHRASE": Self.passphrase])
+        #expect(direct.stdoutText == Self.secret)
+        let log = world.stop()
+        #expect(log.status == 0)
+        #expect(!log.stderr.contains(Data(text: Self.secret)), "the agent never logs a secret")
+        #expect(!log.stderr.contains(Data(text: Self.passphrase)))
+        #expect(!FileManager.default.fileExists(atPath: world.socket), "the socket is removed on SIGTERM")
+    }
+
+    @Test func statusJSONHasTheContractFields() throws {
+        let world = try World()
+        try world.unlock()
+        let status = try world.status()
+        #expect(status["pid"] as? Int == Int(world.agent.pid))
+        #expect(status["socket"] as? String == world.socket)
+        let vaults = try #require(status["vaults"] as? [[String: Any]])
+        #expect(vaults.count == 1)
+        #expect((vaults.first?["directory"] as? String)?.hasSuffix("/vault") == true)
+        #expect(vaults.first?["unlockedAt"] is String)
+        #expect(vaults.first?["expiresAt"] is String)
+        #expect(try world.vault(["lock"]).status == 0)
+        #expect((try world.status()["vaults"] as? [Any])?.isEmpty == true, "lock forgets every key")
+        #expect(try world.vault(["get", "api"]).status == 64)
+    }
+
+    @Test func withNoAgentTheAgentCommandsExit69() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let nowhere = ["VAULT_AGENT_SOCK": sandbox.path("none/agent.sock"), "VAULT_PASSPHRASE": Self.passphrase]
+        #expect(try sandbox.run(["init"], environment: nowhere).status == 0)
+        let unlock = try sandbox.run(["unlock"], environment: nowhere)
+        #expect(unlock.status == 69)
+        #expect(unlock.stderrText.contains("vault agent"))
+        #expect(try sandbox.run(["lock"], environment: nowhere).status == 69)
+        #expect(try sandbox.run(["agent", "--status"], environment: nowhere).status == 69)
+        #expect(try sandbox.run(["get", "x"], environment: nowhere).status == 66, "commands work as before without an agent")
+        let noSocket = try sandbox.run(["agent"], environment: ["XDG_RUNTIME_DIR": ""])
+        #expect(noSocket.status == 64, "with neither variable the agent does not start")
+    }
+
+    @Test func aDirectWriterIsSeenAndAKeyChangeLocksTheVault() throws {
+        let world = try World()
+        try world.unlock()
+        let direct = ["VAULT_PASSPHRASE": Self.passphrase]
+        #expect(try world.vault(["add", "api", "--replace", "--no-agent"], stdin: Data(text: "changed"), environment: direct).status == 0)
+        #expect(try world.vault(["get", "api"]).stdoutText == "changed", "the agent's next answer reflects the write")
+        let newPassphrase = world.sandbox.privateFile("new-passphrase", "another long passphrase here\n")
+        let passwd = try world.vault(["passwd", "--no-agent", "--new-passphrase-file", newPassphrase], environment: direct)
+        #expect(passwd.status == 0, "\(passwd.stderrText)")
+        let after = try world.vault(["get", "api"])
+        #expect(after.status == 64, "the agent forgot the vault (no stale key); without a key the command stops")
+        #expect((try world.status()["vaults"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func aKilledAgentFailsFastAndAKeySourceStillWorks() throws {
+        let world = try World()
+        try world.unlock()
+        kill(world.agent.pid, SIGKILL)
+        _ = world.agent.finish(timeout: 20)
+        let started = Date()
+        let failed = try world.vault(["get", "api"])
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(failed.status != 0)
+        #expect(failed.stderrText.contains("agent"))
+        let fallback = try world.vault(["get", "api"], environment: ["VAULT_PASSPHRASE": Self.passphrase])
+        #expect(fallback.status == 0)
+        #expect(fallback.stdoutText == Self.secret)
+    }
+
+    @Test func keysAreForgottenAfterTheIdleTimeout() throws {
+        let world = try World(agentArguments: ["--idle-timeout", "1s"])
+        try world.unlock()
+        #expect(try world.vault(["get", "api"]).status == 0)
+        let deadline = Date().addingTimeInterval(10)
+        var vaults: [Any] = [1]
+        while !vaults.isEmpty, Date() < deadline {
+            usleep(200_000)
+            vaults = try world.status()["vaults"] as? [Any] ?? []
+        }
+        #expect(vaults.isEmpty)
+        #expect(try world.vault(["get", "api"]).status == 64)
+    }
+
+    @Test func unsafeSocketsAreRefused() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let open = sandbox.path("open")
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+        chmod(open, 0o777)
+        let started = try sandbox.run(["agent"], environment: ["VAULT_AGENT_SOCK": open + "/agent.sock"])
+        #expect(started.status == 77, "a folder others can write to: \(started.stderrText)")
+        let folder = sandbox.path("private")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createSymbolicLink(atPath: folder + "/agent.sock", withDestinationPath: "/tmp/elsewhere.sock")
+        let linked = try sandbox.run(["agent", "--status"], environment: ["VAULT_AGENT_SOCK": folder + "/agent.sock"])
+        #expect(linked.status == 77, "a symlinked socket: \(linked.stderrText)")
+        #expect(try sandbox.run(["agent"], environment: ["VAULT_AGENT_SOCK": folder + "/agent.sock"]).status == 77)
+    }
+
+    @Test func malformedEndlessAndIdleConnectionsDoNotStopTheAgent() throws {
+        let world = try World()
+        try world.unlock()
+        // A frame that announces 4 GiB, a header that never ends, and more idle connections than the cap.
+        let huge = try Self.connect(world.socket)
+        _ = [UInt8](arrayLiteral: 0xFF, 0xFF, 0xFF, 0xFF).withUnsafeBytes { write(huge, $0.baseAddress, 4) }
+        let partial = try Self.connect(world.socket)
+        _ = [UInt8](arrayLiteral: 0, 0, 0, 100, 0x7B).withUnsafeBytes { write(partial, $0.baseAddress, 5) }
+        var idle: [Int32] = []
+        for _ in 0..<80 { if let descriptor = try? Self.connect(world.socket) { idle.append(descriptor) } }
+        defer { for descriptor in idle + [huge, partial] { close(descriptor) } }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        var poller = pollfd(fd: huge, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&poller, 1, 5000) == 1)
+        #expect(read(huge, &buffer, 16) <= 0, "the oversized request was dropped without an answer")
+        let got = try world.vault(["get", "api"])
+        #expect(got.status == 0, "the agent still serves: \(got.stderrText)")
+        #expect(got.stdoutText == Self.secret)
+    }
+
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func anotherUserIsRefused() throws {
+        let world = try World()
+        try world.unlock()
+        // Open the way (folder 0711, socket 0666) so only the agent's own check stands.
+        chmod(world.sandbox.root, 0o711)
+        chmod((world.socket as NSString).deletingLastPathComponent, 0o711)
+        chmod(world.socket, 0o666)
+        let script = """
+            import socket, struct, json, sys
+            s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+            body = json.dumps({"op": "status"}).encode()
+            try:
+                s.sendall(struct.pack(">I", len(body)) + body)
+                data = s.recv(100)
+            except (ConnectionResetError, BrokenPipeError):
+                data = b""
+            sys.exit(0 if data == b"" else 3)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, world.socket]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "the connection was closed without an answer")
+        #expect(try world.vault(["get", "api"]).stdoutText == Self.secret)
+        let log = world.stop()
+        #expect(log.stderrText.contains("refused a connection from another user"))
+    }
+
+    /// A raw connection to the agent.
+    static func connect(_ path: String) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw CLITestFailure("connect failed: \(errno)")
+        }
+        return descriptor
+    }
+}

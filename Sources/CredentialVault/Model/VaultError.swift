@@ -64,6 +64,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The agent answers but does not hold this vault unlocked (never unlocked, locked, timed
         /// out, or its key changed since).
         public static let vaultLocked = Code(rawValue: "vaultLocked")
+        /// One of the agent's per-caller rules refuses this caller this operation on this entry.
+        public static let deniedByRule = Code(rawValue: "deniedByRule")
     }
 
     /// What went wrong.

@@ -51,6 +51,9 @@ final class AgentServer: @unchecked Sendable {
     private let ownsSocketFile: Bool
     private let wakeUp: (read: Int32, write: Int32)
     private let vaults = Mutex<[String: UnlockedVault]>([:])
+    /// The rules file's path, and what was read from it (re-read when the file changes).
+    private let rulesPath: String?
+    private let rules = Mutex<(signature: [Int], rules: AgentRules?, error: VaultError?)>(([], nil, nil))
     /// Every open connection, with when it became idle (nil while a request is being answered).
     private let connections = Mutex<[Int32: ContinuousClock.Instant?]>([:])
 
@@ -73,6 +76,12 @@ final class AgentServer: @unchecked Sendable {
         } else {
             listener = try Self.bind(socketPath)
             ownsSocketFile = true
+        }
+        rulesPath = AgentRules.path()
+        if let rulesPath {
+            // A rules file that cannot be used stops the start: better no agent than one without its rules.
+            let loaded = try AgentRules.load(rulesPath)
+            rules.withLock { $0 = (Self.signature(of: rulesPath), loaded, nil) }
         }
         var ends: [Int32] = [-1, -1]
         guard Subprocess.makePipe(&ends) else { throw VaultError.io("creating the agent's wake-up pipe", path: nil, errno: errno) }
@@ -178,7 +187,7 @@ final class AgentServer: @unchecked Sendable {
             return
         }
         ServiceThread.start {
-            self.serve(client)
+            self.serve(client, peer: peer.pid)
             self.connections.withLock { connections in
                 // Closed by its own thread only, after it is out of the table (so no reused
                 // descriptor number can be shut down by mistake).
@@ -189,7 +198,8 @@ final class AgentServer: @unchecked Sendable {
     }
 
     /// Answers the requests of one connection until it closes, idles out or sends garbage.
-    private func serve(_ client: Int32) {
+    private func serve(_ client: Int32, peer: Int32) {
+        var caller: AgentCaller?
         while true {
             let request: AgentMessage?
             do {
@@ -204,7 +214,10 @@ final class AgentServer: @unchecked Sendable {
                 return true
             }
             guard stillOpen else { return }
-            let answer = answer(request)
+            let answer = answer(request) {
+                if caller == nil { caller = AgentCaller.identify(pid: peer) }
+                return caller ?? AgentCaller.identify(pid: peer)
+            }
             connections.withLock { connections in
                 if connections[client] != nil { connections[client] = .some(.now) }
             }
@@ -218,23 +231,40 @@ final class AgentServer: @unchecked Sendable {
 
     // MARK: Requests
 
-    func answer(_ request: AgentMessage) -> AgentMessage {
+    /// The answer to one request; `caller` identifies the peer (read from /proc once, when a rule needs it).
+    func answer(_ request: AgentMessage, caller: () -> AgentCaller) -> AgentMessage {
         do {
-            switch request.header["op"]?.stringValue {
+            let operation = request.header["op"]?.stringValue ?? ""
+            let guarded = ["get", "list", "add", "rm"].contains(operation)
+            let rules = guarded ? try currentRules() : nil
+            func check(_ entry: (name: String, owner: String)?) throws {
+                guard let rules, let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller()) else { return }
+                let who = caller()
+                AgentLog.write("refused \(operation) of '\(entry?.name ?? "")' to \(who.description): rule \(index + 1) (\(rule.name))")
+                throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry?.name ?? "")' to \(who.personality)",
+                                 fix: "change the agent's rules file if this caller should be allowed")
+            }
+            switch operation {
             case "status": return statusAnswer()
             case "unlock": return try unlock(request)
             case "lock":
                 lockAll()
                 return AgentMessage(["ok": true])
             case "list":
-                let entries = try withVault(request) { try $0.list(owner: request.header["owner"]?.stringValue) }
+                var entries = try withVault(request) { try $0.list(owner: request.header["owner"]?.stringValue) }
+                if let rules {
+                    let who = caller()
+                    entries.removeAll { rules.refusal(operation: "list", entry: ($0.name, $0.owner), caller: who) != nil }
+                }
                 return AgentMessage(["ok": true, "entries": .array(entries.map(VaultAgentClient.metadataJSON))])
             case "get":
                 let (name, owner) = try nameAndOwner(request)
+                try check((name, owner))
                 let entry = try withVault(request) { try $0.entry(named: name, owner: owner) }
                 return AgentMessage(["ok": true, "entry": VaultAgentClient.metadataJSON(entry.metadata), "secrets": 1], secrets: [entry.secret])
             case "add":
                 let entries = try newEntries(request)
+                for entry in entries { try check((entry.name, entry.owner)) }
                 let replace = request.header["replace"]?.boolValue ?? false
                 let stored = try withVault(request) { store in
                     try store.update { transaction in try entries.map { try transaction.put($0, replace: replace) } }
@@ -242,6 +272,7 @@ final class AgentServer: @unchecked Sendable {
                 return AgentMessage(["ok": true, "entries": .array(stored.map(VaultAgentClient.metadataJSON))])
             case "rm":
                 let (name, owner) = try nameAndOwner(request)
+                try check((name, owner))
                 try withVault(request) { try $0.remove(named: name, owner: owner) }
                 return AgentMessage(["ok": true])
             default:
@@ -253,6 +284,35 @@ final class AgentServer: @unchecked Sendable {
         } catch {
             return AgentMessage(["ok": false, "code": "io", "message": "the agent failed to answer"])
         }
+    }
+
+    /// The rules in force: re-read when the file changed; a file that became unusable refuses every
+    /// entry request (with its error) until it is fixed.
+    private func currentRules() throws -> AgentRules? {
+        guard let rulesPath else { return nil }
+        let signature = Self.signature(of: rulesPath)
+        let state = rules.withLock { $0 }
+        if state.signature != signature {
+            let reloaded: (signature: [Int], rules: AgentRules?, error: VaultError?)
+            do {
+                reloaded = (signature, try AgentRules.load(rulesPath), nil)
+            } catch let error as VaultError {
+                reloaded = (signature, nil, error)
+            }
+            rules.withLock { $0 = reloaded }
+            AgentLog.write(reloaded.error == nil ? "read the rules again" : "the rules file is unusable; refusing entry requests")
+            if let error = reloaded.error { throw error }
+            return reloaded.rules
+        }
+        if let error = state.error { throw error }
+        return state.rules
+    }
+
+    /// What tells a changed rules file: device, inode, size, modification time (empty when missing).
+    private static func signature(of path: String) -> [Int] {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return [] }
+        return [Int(status.st_dev), Int(status.st_ino), Int(status.st_size), status.st_mtim.tv_sec, status.st_mtim.tv_nsec]
     }
 
     private func statusAnswer() -> AgentMessage {

@@ -127,14 +127,19 @@ package final class CommandContext: Sendable {
     /// PostgreSQL store. With no agent configured (`VAULT_AGENT_SOCK`, `XDG_RUNTIME_DIR`) or no socket
     /// there, nothing is tried; with an agent that does not hold the vault, one request is.
     func openEntryStorage(_ options: VaultOptions) async throws -> any SecretStorage {
-        guard !options.noAgent, options.keyFile == nil, options.passphraseFile == nil, memo.withLock({ $0.store == nil }),
-              try options.storeSelection.postgres == nil, let client = VaultAgentClient.forCurrentUser(),
-              SecretStore.exists(in: options.directory) else {
-            return try await openStorage(options)
-        }
-        return AgentStorage(client: client, directory: try VaultAgentClient.canonical(options.directory)) { [self] in
+        guard let (client, directory) = try agent(for: options) else { return try await openStorage(options) }
+        return AgentStorage(client: client, directory: directory) { [self] in
             try await self.openStorage(options)
         }
+    }
+
+    /// The user's agent and the vault's directory as the agent names it, when the entry commands
+    /// should ask it (see `openEntryStorage`); nil when they open the vault themselves.
+    func agent(for options: VaultOptions) throws -> (client: VaultAgentClient, directory: String)? {
+        guard !options.noAgent, options.keyFile == nil, options.passphraseFile == nil, memo.withLock({ $0.store == nil }),
+              try options.storeSelection.postgres == nil, let client = VaultAgentClient.forCurrentUser(),
+              SecretStore.exists(in: options.directory) else { return nil }
+        return (client, try VaultAgentClient.canonical(options.directory))
     }
 
     /// Creates a vault in the selected store; a passphrase typed on the terminal is asked for twice.

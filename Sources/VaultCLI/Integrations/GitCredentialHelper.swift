@@ -45,19 +45,34 @@ enum GitCredentialHelper {
     /// The newest unexpired stored credential that matches `request`, with its secret.
     static func get(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws -> GitCredential? {
         guard request.protocolName != nil || request.host != nil else { return nil }
-        let now = Date()
-        return try context.openStore(options).snapshot { view -> GitCredential? in
-            let candidates = view.list(owner: "").compactMap { metadata -> (EntryMetadata, GitCredential)? in
-                guard !metadata.isExpired(at: now), let stored = GitCredential(entryName: metadata.name),
-                      request.matches(stored) else { return nil }
-                return (metadata, stored)
+        if let (client, directory) = try context.agent(for: options) {
+            do {
+                return try newestMatch(for: request, in: try client.list(directory: directory, owner: "")) {
+                    try client.entry(named: $0, owner: "", directory: directory).secret
+                }
+            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
+                // Not held by the agent (or it died): the vault is opened directly below.
             }
-            guard let (metadata, identity) = candidates.max(by: { $0.0.updatedAt < $1.0.updatedAt }) else { return nil }
-            var found = identity
-            found.readSecret(try view.secret(named: metadata.name, owner: ""))
-            found.passwordExpiry = metadata.expiresAt
-            return found.password == nil ? nil : found
         }
+        return try context.openStore(options).snapshot { view -> GitCredential? in
+            try newestMatch(for: request, in: view.list(owner: "")) { try view.secret(named: $0, owner: "") }
+        }
+    }
+
+    /// The newest unexpired entry of `entries` matching `request`, with its secret read by `secret`.
+    private static func newestMatch(for request: GitCredential, in entries: [EntryMetadata],
+                                    secret: (String) throws -> SecureBytes) throws -> GitCredential? {
+        let now = Date()
+        let candidates = entries.compactMap { metadata -> (EntryMetadata, GitCredential)? in
+            guard !metadata.isExpired(at: now), let stored = GitCredential(entryName: metadata.name),
+                  request.matches(stored) else { return nil }
+            return (metadata, stored)
+        }
+        guard let (metadata, identity) = candidates.max(by: { $0.0.updatedAt < $1.0.updatedAt }) else { return nil }
+        var found = identity
+        found.readSecret(try secret(metadata.name))
+        found.passwordExpiry = metadata.expiresAt
+        return found.password == nil ? nil : found
     }
 
     /// Stores a complete credential (protocol, host or path, username, password; empty values
@@ -69,6 +84,14 @@ enum GitCredentialHelper {
         if let expiry = request.passwordExpiry, expiry <= Date() { return }
         let entry = NewEntry(name: request.entryName, secret: try request.storedSecret(), kind: .password,
                              label: "git credential", expiresAt: request.passwordExpiry)
+        if let (client, directory) = try context.agent(for: options) {
+            do {
+                _ = try client.store([entry], replace: true, directory: directory)
+                return
+            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
+                // Opened directly below.
+            }
+        }
         try context.openStore(options).put(entry, replace: true)
     }
 

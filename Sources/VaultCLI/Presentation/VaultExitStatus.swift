@@ -51,6 +51,7 @@ package enum VaultExitStatus {
         .unsupportedOperation: usage,
         .agentUnavailable: serverUnavailable,
         .vaultLocked: permission,
+        .deniedByRule: permission,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
@@ -65,7 +66,7 @@ package enum VaultExitStatus {
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock"),
         (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …)"),
-        (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again); vault not unlocked in the agent"),
+        (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again); vault not unlocked in the agent; refused by an agent rule"),
     ]
 
     /// The exit status for `code`; 1 for codes this table does not know.

@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CredentialVault
+
+/// The agent's per-caller rules: `$XDG_CONFIG_HOME/vault/agent.json` (else `~/.config/vault/agent.json`).
+///
+/// ```json
+/// { "rules": [
+///     { "name": "only git's helper reads git entries", "action": "allow", "operations": ["get"],
+///       "entries": ["git:*"], "clients": ["git-credential-vault"], "parents": ["/usr/bin/git"] },
+///     { "name": "nobody else does", "action": "deny", "operations": ["get"], "entries": ["git:*"] }
+/// ] }
+/// ```
+///
+/// Evaluated in order, first match wins; a request no rule matches is allowed (add a last rule
+/// `{"action": "deny"}` to deny by default). A rule matches when every condition it has holds:
+/// `operations` (get, list, add, rm), `entries` (globs of the entry name), `owners` (globs of the
+/// owner), `clients` (globs of the caller's personality), `parents` (each glob matches some
+/// executable in the caller's chain of ancestors), `units` (globs of its systemd unit). Globs are
+/// fnmatch(3) patterns where `*` also matches `/`. For `list`, rules are applied to each entry and the
+/// entries a caller may not list are left out. No file: every process of the user is allowed, as with
+/// ssh-agent. The file must be the user's (or root's) and not writable by group or others.
+struct AgentRules: Sendable {
+    struct Rule: Sendable {
+        let name: String
+        let allow: Bool
+        let operations: [String]?
+        let entries: [String]?
+        let owners: [String]?
+        let clients: [String]?
+        let parents: [String]?
+        let units: [String]?
+
+        func matches(operation: String, entry: (name: String, owner: String)?, caller: AgentCaller) -> Bool {
+            if let operations, !operations.contains(operation) { return false }
+            if let entries {
+                guard let entry, entries.contains(where: { Self.glob($0, entry.name) }) else { return false }
+            }
+            if let owners {
+                guard let entry, owners.contains(where: { Self.glob($0, entry.owner) }) else { return false }
+            }
+            if let clients, !clients.contains(where: { Self.glob($0, caller.personality) }) { return false }
+            if let parents {
+                let ancestors = caller.executables.dropFirst()
+                guard parents.allSatisfy({ pattern in ancestors.contains { Self.glob(pattern, $0) } }) else { return false }
+            }
+            if let units {
+                guard let unit = caller.unit, units.contains(where: { Self.glob($0, unit) }) else { return false }
+            }
+            return true
+        }
+
+        private static func glob(_ pattern: String, _ text: String) -> Bool {
+            fnmatch(pattern, text, 0) == 0
+        }
+    }
+
+    let rules: [Rule]
+
+    /// The decision for one operation: nil when allowed, else the rule that refused, with its place.
+    func refusal(operation: String, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
+        for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, caller: caller) {
+            return rule.allow ? nil : (rule, index)
+        }
+        return nil
+    }
+
+    /// The rules file's path.
+    static func path() -> String? {
+        if let config = KeySources.environmentValue("XDG_CONFIG_HOME") { return config + "/vault/agent.json" }
+        return KeySources.environmentValue("HOME").map { $0 + "/.config/vault/agent.json" }
+    }
+
+    /// Reads and checks the rules file; nil when there is none.
+    /// - Throws: `.insecurePermissions` for a file others can write to; `.invalidInput` for one that does not follow the schema.
+    static func load(_ path: String) throws -> AgentRules? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw VaultError.io("reading the agent's rules", path: path, errno: errno)
+        }
+        guard status.st_uid == geteuid() || status.st_uid == 0, status.st_mode & 0o022 == 0 else {
+            throw VaultError(.insecurePermissions, "the agent's rules file can be changed by others", path: path, fix: "chmod 600 '\(path)'")
+        }
+        let bytes = try SecureFileSystem.readInputFile(path, maxBytes: 1 << 20)
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: bytes)
+        } catch {
+            throw VaultError(.invalidInput, "the agent's rules file is not JSON", path: path)
+        }
+        guard let list = document["rules"]?.arrayValue else {
+            throw VaultError(.invalidInput, "the agent's rules file has no \"rules\" list", path: path)
+        }
+        let known: Set<String> = ["name", "action", "operations", "entries", "owners", "clients", "parents", "units"]
+        return AgentRules(rules: try list.enumerated().map { index, value in
+            guard let object = value.objectValue, let action = object["action"]?.stringValue, action == "allow" || action == "deny" else {
+                throw VaultError(.invalidInput, "rule \(index + 1) of the agent's rules needs \"action\": \"allow\" or \"deny\"", path: path)
+            }
+            if let unknown = object.keys.first(where: { !known.contains($0) }) {
+                throw VaultError(.invalidInput, "rule \(index + 1) of the agent's rules has an unknown key \"\(TerminalText.escaped(unknown))\"", path: path)
+            }
+            func strings(_ key: String) throws -> [String]? {
+                guard let member = object[key] else { return nil }
+                guard let array = member.arrayValue, case let items = array.compactMap(\.stringValue), items.count == array.count else {
+                    throw VaultError(.invalidInput, "\"\(key)\" of rule \(index + 1) must be a list of strings", path: path)
+                }
+                return items
+            }
+            let operations = try strings("operations")
+            if let bad = operations?.first(where: { !["get", "list", "add", "rm"].contains($0) }) {
+                throw VaultError(.invalidInput, "rule \(index + 1) names the unknown operation \"\(TerminalText.escaped(bad))\" (get, list, add, rm)", path: path)
+            }
+            return Rule(name: object["name"]?.stringValue ?? "rule \(index + 1)", allow: action == "allow", operations: operations,
+                        entries: try strings("entries"), owners: try strings("owners"), clients: try strings("clients"),
+                        parents: try strings("parents"), units: try strings("units"))
+        })
+    }
+}

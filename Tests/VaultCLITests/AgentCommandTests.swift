@@ -231,6 +231,57 @@ import Testing
         #expect(log.stderrText.contains("refused a connection from another user"))
     }
 
+    @Test func shStartsABackgroundAgentAndPrintsWhereItIs() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let temporary = sandbox.path("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        // Neither VAULT_AGENT_SOCK nor XDG_RUNTIME_DIR: as ssh-agent, a private folder under $TMPDIR.
+        let started = try sandbox.run(["agent", "--sh", "--idle-timeout", "5m"], environment: ["TMPDIR": temporary, "XDG_RUNTIME_DIR": ""])
+        #expect(started.status == 0, "\(started.stderrText)")
+        let lines = started.stdoutText
+        let socket = try #require(lines.firstMatch(of: /VAULT_AGENT_SOCK='([^']+)'/)?.1).description
+        let pid = try #require(lines.firstMatch(of: /VAULT_AGENT_PID=([0-9]+);/)?.1).description
+        defer { if let pid = pid_t(pid) { kill(pid, SIGTERM) } }
+        #expect(socket.hasPrefix(temporary + "/vault-agent-"))
+        #expect(lines.contains("export VAULT_AGENT_SOCK;"))
+        let status = try sandbox.run(["agent", "--status", "--json"], environment: ["VAULT_AGENT_SOCK": socket])
+        #expect(status.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
+        #expect(json["pid"] as? Int == Int(pid))
+        // A second --sh finds the running agent instead of starting another.
+        let again = try sandbox.run(["agent", "--sh"], environment: ["VAULT_AGENT_SOCK": socket])
+        #expect(again.stdoutText.contains("VAULT_AGENT_PID=\(pid);"))
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    func socketActivationHandsTheAgentItsListeningSocket() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let folder = sandbox.path("agent")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let socket = folder + "/agent.sock"
+        // Started detached with every inherited descriptor closed (python's close_fds): a long-lived
+        // grandchild holding the test harness's descriptors would hold the harness.
+        let launcher = """
+            import subprocess, sys
+            p = subprocess.Popen(["/usr/bin/systemd-socket-activate", "-l", sys.argv[1], "-E", "VAULT_AGENT_SOCK=" + sys.argv[1],
+                                  sys.argv[2], "agent"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+            print(p.pid)
+            """
+        let launched = try ExternalProcess.run("/usr/bin/python3", ["-c", launcher, socket, try CLIBinary.path()],
+                                               environment: sandbox.environment, stdin: Data(), timeout: 30)
+        let pid = try #require(Int32(launched.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        defer { kill(pid, SIGTERM) }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(10_000) }
+        let status = try sandbox.run(["agent", "--status", "--json"], environment: ["VAULT_AGENT_SOCK": socket])
+        #expect(status.status == 0, "\(status.stderrText)")
+        let json = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
+        #expect(json["pid"] as? Int == Int(pid), "systemd-socket-activate exec'd the agent with the socket")
+    }
+
     /// A raw connection to the agent.
     static func connect(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

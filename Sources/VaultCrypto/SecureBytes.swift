@@ -10,15 +10,27 @@ public struct SecureBytes: Sendable {
         // Safe to share: the buffer is written only inside `init`, before the
         // storage is visible to anyone, and read-only afterwards.
         let buffer: UnsafeMutableRawBufferPointer
+        /// Whether the buffer is on locked whole pages (`SecureMemory`).
+        let locked: Bool
 
         init(count: Int) {
             // Never allocate zero bytes: some C calls want a valid pointer.
-            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
-            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            locked = SecureMemory.isLocking
+            if locked {
+                let page = SecureMemory.pageSize
+                let size = (Swift.max(count, 1) + page - 1) / page * page
+                buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: page)
+                buffer.initializeMemory(as: UInt8.self, repeating: 0)
+                SecureMemory.lock(buffer)
+            } else {
+                buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+                buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            }
         }
 
         deinit {
             OpenSSLBackend.secureZero(buffer)
+            if locked { SecureMemory.unlock(buffer) }
             buffer.deallocate()
         }
     }

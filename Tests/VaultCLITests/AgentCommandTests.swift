@@ -282,6 +282,65 @@ import Testing
         #expect(json["pid"] as? Int == Int(pid), "systemd-socket-activate exec'd the agent with the socket")
     }
 
+    /// The key bytes are in the agent's memory while it holds the vault (the control), and nowhere in
+    /// it once `vault lock` or the idle timeout made it forget them (read as root through /proc/PID/mem).
+    @Test(.enabled(if: geteuid() == 0)) func theKeyIsGoneFromTheAgentsMemoryOnceForgotten() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let folder = sandbox.path("agent")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let environment = ["VAULT_AGENT_SOCK": folder + "/agent.sock"]
+        let agent = try sandbox.start(["agent", "--idle-timeout", "2s"], environment: environment)
+        defer { kill(agent.pid, SIGTERM); _ = agent.finish(timeout: 20) }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: folder + "/agent.sock"), Date() < deadline { usleep(10_000) }
+        let keyFile = try #require(key["VAULT_KEY_FILE"])
+        let scanner = """
+            import re, sys
+            pid, needle, count = int(sys.argv[1]), open(sys.argv[2], "rb").read(), 0
+            with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+                for line in maps:
+                    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\\S+)", line)
+                    start, end = int(m.group(1), 16), int(m.group(2), 16)
+                    if "r" not in m.group(3) or end - start > 1 << 30: continue
+                    try:
+                        mem.seek(start); count += mem.read(end - start).count(needle)
+                    except OSError: pass
+            print(count)
+            """
+        func copiesOfTheKey() throws -> Int {
+            let run = try ExternalProcess.run("/usr/bin/env", ["python3", "-c", scanner, String(agent.pid), keyFile],
+                                              environment: sandbox.environment, stdin: Data(), timeout: 60)
+            return Int(run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        #expect(try copiesOfTheKey() == 0)
+        #expect(try sandbox.run(["unlock"], environment: environment.merging(key) { _, new in new }).status == 0)
+        #expect(try copiesOfTheKey() > 0, "the control: the scan finds the key while the agent holds it")
+        let status = try sandbox.run(["agent", "--status", "--json"], environment: environment)
+        #expect((try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])?["failedMemoryLocks"] == nil,
+                "the contract's fields only")
+        #expect(try sandbox.run(["lock"], environment: environment).status == 0)
+        #expect(try copiesOfTheKey() == 0, "lock zeroised it")
+        #expect(try sandbox.run(["unlock"], environment: environment.merging(key) { _, new in new }).status == 0)
+        usleep(3_500_000)
+        #expect(try copiesOfTheKey() == 0, "the idle timeout zeroised it")
+        let locked = try String(contentsOfFile: "/proc/\(agent.pid)/status", encoding: .utf8)
+        #expect(locked.contains("VmLck:"), "the agent locks its key memory")
+    }
+
+    @Test func aLockedMemoryLimitTooLowStopsTheAgentWithAClearError() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let folder = sandbox.path("agent")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let result = try ExternalProcess.run("/bin/sh", ["-c", "ulimit -l 64 && exec '\(try CLIBinary.path())' agent"],
+                                             environment: sandbox.environment.merging(["VAULT_AGENT_SOCK": folder + "/agent.sock"]) { _, new in new },
+                                             stdin: Data(), timeout: 30)
+        #expect(result.status == 64)
+        #expect(result.stderrText.contains("RLIMIT_MEMLOCK"))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/agent.sock"))
+    }
+
     /// A raw connection to the agent.
     static func connect(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

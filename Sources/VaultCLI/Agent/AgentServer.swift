@@ -330,7 +330,8 @@ final class AgentServer: @unchecked Sendable {
                 ]
             }
         }
-        return AgentMessage(["ok": true, "pid": .integer(Int128(getpid())), "socket": .string(socketPath), "vaults": .array(listed)])
+        return AgentMessage(["ok": true, "pid": .integer(Int128(getpid())), "socket": .string(socketPath), "vaults": .array(listed),
+                             "failedMemoryLocks": .integer(Int128(SecureMemory.failedLocks))])
     }
 
     private func unlock(_ request: AgentMessage) throws -> AgentMessage {

@@ -6,6 +6,7 @@ import Darwin
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
+import VaultCrypto
 
 extension VaultCommand {
     /// `vault agent [--sh | --status [--json]] [--idle-timeout D] [--max-lifetime D]`.
@@ -58,6 +59,12 @@ extension VaultCommand {
             guard let path = AgentSocketPath.resolve() else {
                 throw UsageError("the agent has no socket: neither VAULT_AGENT_SOCK nor XDG_RUNTIME_DIR is set",
                                  hint: "set VAULT_AGENT_SOCK=PATH (in a folder of your own), or use eval \"$(vault agent --sh)\"")
+            }
+            // Keys in locked memory, left out of core dumps (which every command already disables).
+            do {
+                try SecureMemory.lockNewBuffers()
+            } catch let error as SecureMemory.LockLimitTooLow {
+                throw UsageError(error.description, hint: "the agent keeps keys only in memory that is never swapped out")
             }
             let server = try AgentServer(socketPath: path, idleTimeout: .seconds(idleTimeout), maximumLifetime: .seconds(maximumLifetime))
             server.run {

@@ -23,6 +23,8 @@ enum HelpText {
         ("XDG_DATA_HOME", "where the default vault directory lives, when VAULT_DIR is not set"),
         ("XDG_RUNTIME_DIR, TMPDIR", "where 'exec --file' puts its private folder (XDG_RUNTIME_DIR first)"),
         ("GNUPGHOME", "the gpg home 'import --from pass' decrypts with (gpg's own default otherwise)"),
+        ("VAULT_AGENT_SOCK", "the agent's socket (default $XDG_RUNTIME_DIR/vault/agent.sock)"),
+        ("XDG_CONFIG_HOME", "where the agent's rules are: $XDG_CONFIG_HOME/vault/agent.json"),
     ]
 
     /// Examples for `vault --help` and the man page: a command line and what it does.
@@ -51,8 +53,9 @@ enum HelpText {
         let statuses = VaultExitStatus.meanings.map { (String($0.status), $0.meaning) }
         return """
             Secrets are read from standard input or typed at a prompt, never taken from arguments. \
-            The key is the first of: --key-file, --passphrase-file, $VAULT_KEY_FILE, $VAULT_PASSPHRASE, \
-            a prompt on the terminal. With none of them and no terminal, a command fails at once.
+            The key is the first of: --key-file, --passphrase-file, a running 'vault agent' holding the \
+            vault unlocked (--no-agent skips it), $VAULT_KEY_FILE, $VAULT_PASSPHRASE, a prompt on the \
+            terminal. With none of them and no terminal, a command fails at once.
 
             ENVIRONMENT:
 

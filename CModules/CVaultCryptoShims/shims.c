@@ -4,6 +4,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/xattr.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -196,4 +197,11 @@ int vault_disable_core_dumps(void) {
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) result = -1;
 #endif
     return result;
+}
+
+// The file's POSIX access ACL as the kernel stores it (the "system.posix_acl_access" extended
+// attribute), for the check of systemd credentials; -1 with errno when there is none.
+// <sys/xattr.h> is not in Swift's Glibc module, hence this shim.
+long vault_posix_acl_access(int descriptor, void *buffer, unsigned long size) {
+    return (long)fgetxattr(descriptor, "system.posix_acl_access", buffer, (size_t)size);
 }

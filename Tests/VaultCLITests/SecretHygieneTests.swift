@@ -66,8 +66,9 @@ import Testing
     /// commands (`refresh`, `client`) joined on main; v5 before `migrate-store` and the PostgreSQL
     /// environment (VAULT_STORE, VAULT_STORE_NAME, PGPASSWORD/PGPASSFILE); v6 before exit status
     /// 64 named the calls a fleet session does not have (`unsupportedOperation`); v7 before `inject`,
-    /// `import` and the exec/import environment (XDG_RUNTIME_DIR, TMPDIR, GNUPGHOME).
-    static let helpSnapshot = "help-80-columns-v8.txt"
+    /// `import` and the exec/import environment (XDG_RUNTIME_DIR, TMPDIR, GNUPGHOME); v8 before `agent`,
+    /// `unlock`, `lock`, the agent in the key order and exit statuses 69/77 naming the agent.
+    static let helpSnapshot = "help-80-columns-v9.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

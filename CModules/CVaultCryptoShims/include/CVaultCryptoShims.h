@@ -60,6 +60,9 @@ int vault_constant_time_compare(const uint8_t *a, const uint8_t *b, size_t lengt
 /// Returns 0 on success, -1 when either call failed.
 int vault_disable_core_dumps(void);
 
+/// The POSIX access ACL of an open file (its "system.posix_acl_access" attribute); -1 when none.
+long vault_posix_acl_access(int descriptor, void *buffer, unsigned long size);
+
 /// Initialises libcrypto for a short-lived command: the system configuration (openssl.cnf:
 /// providers, FIPS, default properties) is loaded as usual, but libcrypto's error strings are
 /// not (about 1 M instructions per process); OpenSSL errors then carry their codes

@@ -56,6 +56,11 @@ enum OpenSSLBackend {
         vault_disable_core_dumps() == 0
     }
 
+    /// `vault_posix_acl_access`: fgetxattr(fd, "system.posix_acl_access"); the byte count, or -1.
+    static func posixAccessACL(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        vault_posix_acl_access(descriptor, buffer.baseAddress, UInt(buffer.count))
+    }
+
     // MARK: Random
 
     /// Fills `buffer` from the DRBG (`RAND_bytes`); a failure throws, never leaves zeros.

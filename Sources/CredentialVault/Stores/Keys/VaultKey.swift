@@ -12,10 +12,12 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     /// The length of key material and of key files: 32 bytes.
     public static let keyMaterialByteCount = 32
 
-    /// Reads a key file: exactly 32 bytes, a regular file owned by you with no group or world access.
+    /// Reads a key file: exactly 32 bytes, a regular file owned by you with no group or world access
+    /// — or, directly inside `$CREDENTIALS_DIRECTORY`, a systemd credential (root's, 0400, with an ACL
+    /// for this user alone: the shape `LoadCredential=` gives a `User=` service).
     /// - Throws: `VaultError` `.invalidKey` for a wrong size, `.insecurePermissions`, `.notFound`, `.io`.
     public static func fromKeyFile(path: String) throws -> VaultKey {
-        var bytes = try SecureFileSystem.readPrivateFile(path, maxBytes: 4096)
+        var bytes = try SecureFileSystem.readKeyFile(path, maxBytes: 4096)
         defer { SecureWipe.wipe(&bytes) }
         guard bytes.count == keyMaterialByteCount else {
             throw VaultError(.invalidKey, "a key file must hold exactly \(keyMaterialByteCount) bytes; this one holds \(bytes.count)",

@@ -91,7 +91,7 @@ enum DockerCredentialHelper {
         let name = entryName(serverURL)
         let secret: SecureBytes
         do {
-            secret = try context.openStore(options).secret(named: name)
+            secret = try readSecret(named: name, options: options, context: context)
         } catch let error as VaultError where error.code == .notFound && SecretStore.exists(in: options.directory) {
             throw Failure(message: notFoundMessage)
         } catch let error as VaultError where error.code == .invalidInput {
@@ -103,6 +103,18 @@ enum DockerCredentialHelper {
             ("Username", SecureBytes(copying: Array((fields.text["username"] ?? "").utf8))),
             ("Secret", fields.secrets["secret"] ?? .empty),
         ]).appending(SecureBytes(copying: [0x0A]))
+    }
+
+    /// One entry's secret: through the user's agent when it holds the vault, else from the vault itself.
+    private static func readSecret(named name: String, options: VaultOptions, context: CommandContext) throws -> SecureBytes {
+        if let (client, directory) = try context.agent(for: options) {
+            do {
+                return try client.entry(named: name, owner: "", directory: directory).secret
+            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
+                // Not held by the agent (or it died): opened directly below.
+            }
+        }
+        return try context.openStore(options).secret(named: name)
     }
 
     /// `erase`: removes the server's credential; a missing one is docker's not-found error.

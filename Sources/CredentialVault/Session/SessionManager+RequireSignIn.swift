@@ -5,7 +5,9 @@ extension SessionManager {
     /// an action (favourite, comment, purchase) that needs an account and continues once
     /// the person has signed in.
     ///
-    /// When nobody is signed in, `presentSignIn` is called (show your login screen there),
+    /// When nobody is signed in — or the session can no longer give a token (the access token
+    /// expired and there is no refresh token: that session then ends, as `validCredentials` ends
+    /// it) — `presentSignIn` is called (show your login screen there),
     /// and the call suspends until `signIn(user:credentials:policy:)` succeeds, then returns
     /// that user. Every waiter resumes with the same user. The login screen ends a declined
     /// or closed login with `cancelSignInRequests()`, which makes every waiter throw
@@ -17,7 +19,16 @@ extension SessionManager {
     /// - Throws: `.signInCancelled`; `CancellationError`; profile store errors.
     public func requireSignIn(presentSignIn: @Sendable () -> Void = {}) async throws -> User {
         try requireDeviceSession("sign-in screen")
-        if let user = try profiles.load()?.user { return user }
+        if let user = try profiles.load()?.user {
+            // A session no token can renew is over: the sign-in is presented, not the old user returned.
+            guard !isRenewable() else { return user }
+            let lock = try await sessionLock(waitingForRefresh: false)
+            defer { lock.release() }
+            if let current = try profiles.load()?.user {
+                guard current.id == user.id, !isRenewable() else { return current }
+                try endUnrenewableSession(of: current)
+            }
+        }
         try Task.checkCancellation()
         let id = nextWaiterID
         nextWaiterID += 1

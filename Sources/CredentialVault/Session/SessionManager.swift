@@ -345,6 +345,22 @@ public actor SessionManager {
 
     // MARK: Internals
 
+    /// Ends a session that no token can renew (expired, no refresh token): the user's credentials
+    /// (and, by the configured policy, items) go, and the app is a guest again. Nothing is revoked:
+    /// the access token is expired and there is no refresh token. The caller holds the session lock.
+    func endUnrenewableSession(of user: User) throws {
+        logger.notice("access token expired without a refresh token; signing out", metadata: ["user": "\(user.id)"])
+        try signOutLocked(newAnonymousID: false, expectedUserID: user.id, localData: configuration.localDataOnSignOut)
+        publish(.guest(anonymousID: anonymousID ?? ""))
+    }
+
+    /// Whether the signed-in session can still give a token: false only when it is known that the
+    /// access token has expired and there is no refresh token (an unreadable vault says nothing).
+    func isRenewable() -> Bool {
+        guard let (_, credentials) = try? currentCredentials() else { return true }
+        return isValid(credentials, minTTL: .zero) || credentials.refreshToken != nil
+    }
+
     private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher, force: Bool = false) async throws -> Credentials {
         // Held across the refresher call, so that exactly one process refreshes; the others
         // wait here and then find the new tokens. Acquired off the cooperative pool.
@@ -354,7 +370,11 @@ public actor SessionManager {
         let (user, latest) = try currentCredentials()
         if !force, isValid(latest, minTTL: minTTL) { return latest }
         guard let refreshToken = latest.refreshToken else {
-            throw VaultError(.sessionExpired, "the access token expired and there is no refresh token", fix: "sign in again")
+            // Nothing can renew this session: it ends here, as after invalid_grant, so that the
+            // app is a guest again and the next sign-in is not refused as "already signed in".
+            try endUnrenewableSession(of: user)
+            throw VaultError(.sessionExpired, "the access token expired and there is no refresh token; signed out to guest",
+                             fix: "sign in again")
         }
         // A journal left by a refresh that died: settle it first (its tokens may have landed).
         var earlier: RefreshRecovery?

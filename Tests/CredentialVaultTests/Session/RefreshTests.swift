@@ -81,6 +81,39 @@ import VaultCrypto
         } catch let error as VaultError {
             #expect(error.code == .sessionExpired)
         }
+        // Issue 26, bug 1: the session ended, so the app is a guest and another person can sign in.
+        guard case .guest = await session.restore() else { Issue.record("expected guest, got \(await session.restore())"); return }
+        try await session.signIn(user: User(id: "u2"), credentials: fixture.credentials(expiresIn: 3600))
+        let after = await session.restore()
+        switch after {
+        case .signedIn(let user, _), .needsOnboarding(let user, _): #expect(user.id == "u2")
+        default: Issue.record("expected u2 signed in, got \(after)")
+        }
+    }
+
+    /// Issue 26, bug 1: `requireSignIn` presents the sign-in for a session no token can renew,
+    /// instead of returning the old user at once.
+    @Test func requireSignInPresentsTheSignInForASessionThatCannotBeRenewed() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10, refresh: false))
+        let presented = Presented()
+        let waiter = Task { try await session.requireSignIn { presented.mark() } }
+        for _ in 0..<200 where await session.pendingSignInRequests == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await session.pendingSignInRequests == 1, "the old user was not returned")
+        #expect(presented.wasCalled)
+        try await session.signIn(user: User(id: "u2"), credentials: fixture.credentials(expiresIn: 3600))
+        #expect(try await waiter.value.id == "u2")
+    }
+
+    /// A still renewable session returns its user at once.
+    @Test func requireSignInReturnsARenewableSessionsUser() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 10))
+        #expect(try await session.requireSignIn().id == "u1")
     }
 
     @Test func twoProcessesRefreshExactlyOnce() async throws {
@@ -111,4 +144,12 @@ import VaultCrypto
             .split(separator: "\n")
         #expect(calls.count == 1, "refresh calls: \(calls)")
     }
+}
+
+/// Records that a closure ran (from the session's executor).
+private final class Presented: @unchecked Sendable {
+    private let lock = NSLock()
+    private var called = false
+    func mark() { lock.lock(); called = true; lock.unlock() }
+    var wasCalled: Bool { lock.lock(); defer { lock.unlock() }; return called }
 }

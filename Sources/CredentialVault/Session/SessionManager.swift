@@ -90,7 +90,9 @@ public actor SessionManager {
         if let fleet { return await fleetState(fleet, minTTL: minTTL) }
         do {
             // Read first; only the very first launch writes (the new anonymous id).
-            var profile = try profiles.load() ?? Profile()
+            let loaded = try profiles.load()
+            if loaded == nil { try await refuseSessionsWithoutProfile() }
+            var profile = loaded ?? Profile()
             if profile.anonymousID == nil {
                 profile = try profiles.update { profile -> Profile in
                     if profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
@@ -136,7 +138,10 @@ public actor SessionManager {
             anonymousID = loaded?.anonymousID
             // As restore(): an existing vault without a key is locked, whoever is signed in.
             if key == nil, SecretStore.exists(in: directory) { throw SessionUnavailable(reason: .locked, error: nil) }
-            guard var profile = loaded else { return .guest(anonymousID: "") }
+            guard var profile = loaded else {
+                try await refuseSessionsWithoutProfile()
+                return .guest(anonymousID: "")
+            }
             if let journal = profile.pendingSignIn, try await signInLandedOffPool(journal) {
                 profile.user = journal.user
             }
@@ -145,6 +150,58 @@ public actor SessionManager {
         } catch {
             return unavailable(error)
         }
+    }
+
+    /// Throws `profileMissing` when the vault holds a user's session although there is no profile.
+    private func refuseSessionsWithoutProfile() async throws {
+        guard let store = try await openStoreOffPool(create: false) else { return }
+        let users = try store.snapshot { Self.sessionOwners(in: $0) }
+        guard !users.isEmpty else { return }
+        throw SessionUnavailable(reason: .profileMissing, error: VaultError(
+            .corrupt, "the vault holds the session of \(users.count == 1 ? "a signed-in user" : "\(users.count) users") but the profile "
+                + "(profile.json) that names them is missing; nothing was changed",
+            path: directory, fix: "restore profile.json from a backup, or end the session on purpose (it is revoked then)"))
+    }
+
+    /// The user namespaces that hold session credentials.
+    static func sessionOwners(in view: borrowing VaultTransaction) -> [String] {
+        view.owners.filter { owner in
+            owner.hasPrefix("user:") && view.list(owner: owner).contains { $0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
+        }
+    }
+
+    /// Ends the sessions of a vault whose profile is missing (`SessionUnavailable.Reason.profileMissing`):
+    /// each user's credentials are first handed to `revoke` (revoke them at the authorization server
+    /// there; its failures are the app's to report), then removed with the user's items under a new
+    /// data key, and a new profile starts the app as a guest with a new anonymous id.
+    /// - Parameter revoke: called once per dropped session, before anything is removed.
+    /// - Returns: The ids of the users whose sessions were ended (empty when the profile exists or
+    ///   the vault holds no session).
+    /// - Throws: the store's errors (nothing is removed then).
+    public func recoverFromMissingProfile(revoke: (_ userID: String, _ credentials: Credentials) async -> Void) async throws -> [String] {
+        try requireDeviceSession("profile recovery")
+        let lock = try await sessionLock()
+        defer { lock.release() }
+        guard try profiles.load() == nil, let store = try await openStoreOffPool(create: false) else { return [] }
+        let sessions = try store.snapshot { view in
+            try Self.sessionOwners(in: view).map { owner in (owner, try CredentialRecords.read(owner: owner, from: view)) }
+        }
+        guard !sessions.isEmpty else { return [] }
+        for (owner, credentials) in sessions {
+            if let credentials { await revoke(String(owner.dropFirst("user:".count)), credentials) }
+        }
+        try store.update { transaction in
+            for (owner, _) in sessions { Self.removeUserEntries(owner: owner, localData: .wipe, in: &transaction) }
+            transaction.rotateDataKey()
+        }
+        let profile = try profiles.update { profile -> Profile in
+            if profile.anonymousID == nil { profile.anonymousID = try Self.newAnonymousID() }
+            return profile
+        }
+        anonymousID = profile.anonymousID
+        logger.notice("ended sessions whose profile was missing", metadata: ["sessions": "\(sessions.count)"])
+        publish(.guest(anonymousID: profile.anonymousID ?? ""))
+        return sessions.map { String($0.0.dropFirst("user:".count)) }
     }
 
     /// The state of a profile that names `user`: from the user's credentials in the vault.

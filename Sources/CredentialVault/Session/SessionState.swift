@@ -71,6 +71,10 @@ public struct SessionUnavailable: Error, Sendable, CustomStringConvertible {
         case unreadable
         /// Another process held a lock past the timeout.
         case busy
+        /// The vault holds a signed-in user's session but the profile that names the user is
+        /// missing: an inconsistent state, never read as "signed out" (that would drop the tokens
+        /// without revoking them). `SessionManager.recoverFromMissingProfile(revoke:)` ends it.
+        case profileMissing
     }
 
     /// The broad cause.

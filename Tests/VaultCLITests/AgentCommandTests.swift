@@ -151,6 +151,20 @@ import Testing
         #expect(fallback.stdoutText == Self.secret)
     }
 
+    @Test func lockWhileRequestsAreInFlight() throws {
+        let world = try World()
+        try world.unlock()
+        let running = try (0..<12).map { _ in try world.sandbox.start(["get", "api"], environment: world.environment) }
+        #expect(try world.vault(["lock"]).status == 0)
+        for result in running.map({ $0.finish(timeout: 60) }) {
+            // Each one was answered before the lock (the secret) or found the vault locked and,
+            // with no key of its own, stopped (64); none saw anything else.
+            #expect((result.status == 0 && result.stdoutText == Self.secret) || result.status == 64, "\(result.status) \(result.stderrText)")
+        }
+        #expect((try world.status()["vaults"] as? [Any])?.isEmpty == true)
+        #expect(try world.vault(["get", "api"]).status == 64)
+    }
+
     @Test func keysAreForgottenAfterTheIdleTimeout() throws {
         let world = try World(agentArguments: ["--idle-timeout", "1s"])
         try world.unlock()

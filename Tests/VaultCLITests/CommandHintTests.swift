@@ -18,6 +18,13 @@ import Testing
         }
     }
 
+    /// Issue 26, bug 2: `busy` carries no shell command in the library; the CLI's hint names `fuser`.
+    @Test func busyGetsTheShellHintFromTheCLIOnly() throws {
+        let error = VaultError(.busy, "another process is using the vault", path: "/v/session.lock", fix: "wait a moment and try again",
+                               topic: .busy)
+        #expect(CommandHints.hint(for: error) == "wait and try again, or find the process holding it: fuser -v /v/session.lock")
+    }
+
     @Test func errorsWithoutATopicKeepTheLibrarysFix() {
         let error = VaultError(.io, "write failed", fix: "free some disk space")
         #expect(CommandHints.hint(for: error) == "free some disk space")

@@ -70,9 +70,9 @@ final class FileLock: Sendable {
             }
             let remaining = clock.now.duration(to: deadline)
             guard remaining > .zero else {
-                let quoted = VaultError.shellQuoted(path)
+                // A message an app may show its users: no shell command in it (the CLI adds its own hint).
                 throw VaultError(.busy, "another process is using the vault", path: path,
-                                 fix: "wait and try again, or find the process holding \(quoted) ('fuser -v \(quoted)')")
+                                 fix: "wait a moment and try again", topic: .busy)
             }
             let remainingMilliseconds = Int(remaining.components.seconds * 1000
                 + remaining.components.attoseconds / 1_000_000_000_000_000) + 1

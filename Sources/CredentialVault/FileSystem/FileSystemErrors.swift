@@ -58,7 +58,7 @@ extension VaultError {
     }
 
     /// `path` quoted for a POSIX shell when it holds anything beyond plain characters.
-    static func shellQuoted(_ path: String) -> String {
+    package static func shellQuoted(_ path: String) -> String {
         let plain = path.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

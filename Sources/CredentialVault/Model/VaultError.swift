@@ -89,6 +89,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case rollback
         /// KDF parameters raised above what this build writes or this machine remembers.
         case kdfCostRaised
+        /// Another process held a lock (the error's path) past the timeout.
+        case busy
     }
 
     /// Creates an error. Never put secret bytes in any field.

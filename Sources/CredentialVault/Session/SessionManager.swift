@@ -360,7 +360,10 @@ public actor SessionManager {
     ///   answered `invalid_grant` (the session then ends and the app is a guest again); the
     ///   refresher's own error for transient failures (the session is kept).
     ///   `.minTTLTooLarge` when even a just-refreshed token does not live `minTTL` (asking
-    ///   for more than the server grants would refresh on every call).
+    ///   for more than the server grants would refresh on every call). `.busy` when another
+    ///   process held the session lock longer than `SessionConfiguration.lockTimeout` (a refresh
+    ///   there that outlasted it; transient, the session is kept); `SessionUnavailable` and the
+    ///   store's errors (`.wrongKey`, `.corrupt`, …) when the vault cannot be read.
     public func validCredentials(minTTL: Duration = .zero, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let fleet { return try await fleetValidCredentials(fleet, minTTL: minTTL, refresher: refresher) }
         if let refreshTask {

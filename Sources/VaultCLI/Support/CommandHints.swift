@@ -22,6 +22,8 @@ enum CommandHints {
         case .alreadySignedIn?: "sign out first ('vault signout')"
         case .kdfCostRaised?: "if the vault's key was changed on purpose elsewhere with a higher cost, run the command again with --accept-kdf-cost"
         case .rollback?: "put the newest copy back; if you restored this backup on purpose, run the command again with --accept-rollback"
+        case .busy?: error.path.map { "wait and try again, or find the process holding it: fuser -v \(VaultError.shellQuoted($0))" }
+            ?? "wait and try again"
         case nil: error.fix
         }
     }

@@ -23,6 +23,15 @@ public struct OAuthConfiguration: Sendable {
     /// Allow plain `http` to non-loopback hosts. Only for tests of this package; off by default.
     package var allowInsecureHTTP = false
 
+    /// The longest one refresh through this configuration can take: every attempt to its deadline,
+    /// the longest wait between attempts (`Retry-After` at its cap, else the backoff cap), and 5 s
+    /// of margin. The one place the session's waiters derive their lock wait from (defaults:
+    /// 3 × 10 s + 2 × 30 s + 5 s = 95 s).
+    public var refreshBudget: Duration {
+        let attempts = max(1, retry.maximumAttempts)
+        return requestTimeout * attempts + max(retry.maximumDelay, retry.maximumRetryAfter) * (attempts - 1) + .seconds(5)
+    }
+
     /// Creates a configuration.
     public init(issuer: URL?, endpoints: OAuthEndpoints = OAuthEndpoints(), clientID: String,
                 authentication: ClientAuthentication = .none, scopes: [String] = [], caBundlePath: String? = nil,

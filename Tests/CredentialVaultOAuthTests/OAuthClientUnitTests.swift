@@ -14,6 +14,16 @@ struct OAuthClientUnitTests {
         return HTTPExchange(status: status, headers: headers, body: Array(body.utf8))
     }
 
+    /// Issue 26, bug 2: the session's waiters wait for a refresh as long as it can take.
+    @Test func theRefreshBudgetCoversEveryAttemptAndWait() {
+        let defaults = OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c")
+        #expect(defaults.refreshBudget == .seconds(95), "3 × 10 s + 2 × 30 s (Retry-After cap) + 5 s")
+        let quick = OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c", requestTimeout: .seconds(2),
+                                       retry: RetryPolicy(maximumAttempts: 2, maximumDelay: .seconds(4), maximumRetryAfter: .seconds(1)))
+        #expect(quick.refreshBudget == .seconds(2 * 2 + 4 + 5))
+        #expect(quick.refreshBudget > quick.requestTimeout, "longer than one exchange: waiters outlast the refresh")
+    }
+
     @Test("RFC 6749 §5.2 classification", arguments: [
         ("invalid_grant", OAuthError.Kind.invalidGrant), ("invalid_client", .configuration),
         ("unauthorized_client", .configuration), ("unsupported_grant_type", .configuration),

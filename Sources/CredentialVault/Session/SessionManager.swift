@@ -365,6 +365,13 @@ public actor SessionManager {
     ///   there that outlasted it; transient, the session is kept); `SessionUnavailable` and the
     ///   store's errors (`.wrongKey`, `.corrupt`, …) when the vault cannot be read.
     public func validCredentials(minTTL: Duration = .zero, refresher: @escaping TokenRefresher) async throws -> Credentials {
+        try await validCredentials(minTTL: minTTL, refreshLockWait: nil, refresher: refresher)
+    }
+
+    /// `validCredentials(minTTL:refresher:)` where a process waiting for another's refresh waits up to
+    /// `refreshLockWait` (at least `lockTimeout`): the refresher's whole budget, so that waiters
+    /// outlast the refresh they wait for (`validCredentials(client:)` derives it from the client).
+    package func validCredentials(minTTL: Duration, refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let fleet { return try await fleetValidCredentials(fleet, minTTL: minTTL, refresher: refresher) }
         if let refreshTask {
             let shared = try await refreshTask.value
@@ -372,17 +379,17 @@ public actor SessionManager {
         }
         let (_, credentials) = try currentCredentials()
         if isValid(credentials, minTTL: minTTL) { return credentials }
-        return try await sharedRefresh(minTTL: minTTL, force: false, refresher: refresher)
+        return try await sharedRefresh(minTTL: minTTL, force: false, lockWait: refreshLockWait, refresher: refresher)
     }
 
     /// Runs one refresh for every caller in this process (and, through `session.lock`, in
     /// other processes), then checks that what came back satisfies `minTTL`.
-    func sharedRefresh(minTTL: Duration, force: Bool, refresher: @escaping TokenRefresher) async throws -> Credentials {
+    func sharedRefresh(minTTL: Duration, force: Bool, lockWait: Duration? = nil, refresher: @escaping TokenRefresher) async throws -> Credentials {
         let fresh: Credentials
         if let refreshTask {
             fresh = try await refreshTask.value
         } else {
-            let task = Task { try await self.refresh(minTTL: minTTL, refresher: refresher, force: force) }
+            let task = Task { try await self.refresh(minTTL: minTTL, refresher: refresher, force: force, lockWait: lockWait) }
             refreshTask = task
             defer { refreshTask = nil }
             fresh = try await task.value
@@ -421,10 +428,11 @@ public actor SessionManager {
         return isValid(credentials, minTTL: .zero) || credentials.refreshToken != nil
     }
 
-    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher, force: Bool = false) async throws -> Credentials {
+    private func refresh(minTTL: Duration, refresher: @escaping TokenRefresher, force: Bool = false,
+                         lockWait: Duration? = nil) async throws -> Credentials {
         // Held across the refresher call, so that exactly one process refreshes; the others
         // wait here and then find the new tokens. Acquired off the cooperative pool.
-        let lock = try await sessionLock(waitingForRefresh: false)
+        let lock = try await sessionLock(waitingForRefresh: false, timeout: lockWait)
         defer { lock.release() }
         // Another process may have refreshed, or signed someone else in, while we waited.
         let (user, latest) = try currentCredentials()
@@ -808,11 +816,11 @@ public actor SessionManager {
     /// Takes `session.lock`. A refresh in flight in this process holds it, so other
     /// transitions wait for that refresh first instead of timing out on our own lock; the
     /// blocking `flock` wait runs off the actor so the refresh can finish meanwhile.
-    func sessionLock(waitingForRefresh: Bool = true) async throws -> FileLock {
+    func sessionLock(waitingForRefresh: Bool = true, timeout longer: Duration? = nil) async throws -> FileLock {
         if waitingForRefresh, let refreshTask { _ = try? await refreshTask.value }
         try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
         let path = sessionLockPath
-        let timeout = configuration.lockTimeout
+        let timeout = max(configuration.lockTimeout, longer ?? .zero)
         return try await BlockingWork.run { try FileLock.acquire(path: path, mode: .exclusive, timeout: timeout) }
     }
 

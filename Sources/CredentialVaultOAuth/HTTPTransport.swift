@@ -4,6 +4,7 @@ import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Synchronization
 
 /// One HTTP exchange with the authorization server, and what came back.
 struct HTTPExchange: Sendable {
@@ -12,7 +13,7 @@ struct HTTPExchange: Sendable {
     var body: [UInt8]
 }
 
-/// The HTTP client of an `OAuthClient`: no redirects (credentials must not follow them),
+/// The HTTP side of an `OAuthClient`: no redirects (credentials must not follow them),
 /// the system trust store or a CA bundle, bounded bodies and deadlines.
 final class HTTPTransport: Sendable {
     /// Larger responses are refused.
@@ -20,21 +21,12 @@ final class HTTPTransport: Sendable {
     private let client: HTTPClient
 
     init(caBundlePath: String?) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caBundlePath {
-            tls.trustRoots = .file(caBundlePath)
-        }
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
-        configuration.httpVersion = .http1Only
-        // A refused connection fails the attempt at once; RetryPolicy decides about retries
-        // (AsyncHTTPClient would otherwise keep reconnecting until the deadline).
-        configuration.connectionPool.retryConnectionEstablishment = false
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        client = SharedHTTPClients.client(caBundlePath: caBundlePath)
     }
 
-    func shutdown() async throws {
-        try await client.shutdown()
-    }
+    /// Nothing to do: the HTTP client is the process's, shared with every `OAuthClient` that trusts
+    /// the same roots, and lives as long as the process (`SharedHTTPClients`).
+    func shutdown() async throws {}
 
     /// Sends the request; transport failures are thrown as they come (the caller classifies them).
     /// One deadline, `timeout`, covers the whole exchange: connecting, the request, the response
@@ -75,5 +67,33 @@ final class HTTPTransport: Sendable {
               var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
         components.host = address
         return components.url ?? url
+    }
+}
+
+/// One AsyncHTTPClient per set of trust roots (the system store, or a CA bundle's path), made on
+/// first use and kept for the life of the process.
+///
+/// An `HTTPClient` must be shut down before it is released (a debug build traps otherwise); an app
+/// that let an `OAuthClient` go out of scope would crash itself. Shared clients are never released,
+/// so no `OAuthClient` needs a shutdown, and connections are pooled across clients. A CA bundle is
+/// read when its client is made: one that changes on disk needs a new process.
+enum SharedHTTPClients {
+    private static let clients = Mutex<[String: HTTPClient]>([:])
+
+    static func client(caBundlePath: String?) -> HTTPClient {
+        clients.withLock { clients in
+            let key = caBundlePath.map { "file:" + $0 } ?? "system"
+            if let existing = clients[key] { return existing }
+            var tls = TLSConfiguration.makeClientConfiguration()
+            if let caBundlePath { tls.trustRoots = .file(caBundlePath) }
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+            configuration.httpVersion = .http1Only
+            // A refused connection fails the attempt at once; RetryPolicy decides about retries
+            // (AsyncHTTPClient would otherwise keep reconnecting until the deadline).
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[key] = client
+            return client
+        }
     }
 }

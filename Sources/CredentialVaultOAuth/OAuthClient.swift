@@ -10,8 +10,9 @@ import VaultCrypto
 /// credentials (RFC 6749 §4.4).
 ///
 /// Plug it into a session with `SessionManager.validCredentials(minTTL:client:)`: the
-/// session's single-flight refresh and atomic save are used as they are. Call `shutdown()`
-/// when done with it (it owns an HTTP client).
+/// session's single-flight refresh and atomic save are used as they are. It may simply go out of
+/// scope: its HTTP client is shared by every `OAuthClient` of the process that trusts the same
+/// roots and lives as long as the process, so nothing needs shutting down.
 public final class OAuthClient: Sendable {
     /// The configuration it was made with.
     public let configuration: OAuthConfiguration
@@ -37,7 +38,7 @@ public final class OAuthClient: Sendable {
         transport = try HTTPTransport(caBundlePath: configuration.caBundlePath)
     }
 
-    /// Closes the HTTP client. Call once, when no request is running.
+    /// Kept for compatibility; does nothing (the HTTP client is shared and lives with the process).
     public func shutdown() async throws {
         try await transport.shutdown()
     }

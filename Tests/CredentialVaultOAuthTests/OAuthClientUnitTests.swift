@@ -14,6 +14,15 @@ struct OAuthClientUnitTests {
         return HTTPExchange(status: status, headers: headers, body: Array(body.utf8))
     }
 
+    /// Issue 26, bug 5: a client that goes out of scope without `shutdown()` must not trap (this
+    /// debug test process would die of AsyncHTTPClient's "not shut down before the deinit").
+    @Test func aClientDroppedWithoutShutdownIsSafe() throws {
+        for _ in 0..<3 {
+            let client = try OAuthClient(configuration: OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c"))
+            #expect(client.configuration.clientID == "c")
+        }
+    }
+
     /// Issue 26, bug 2: the session's waiters wait for a refresh as long as it can take.
     @Test func theRefreshBudgetCoversEveryAttemptAndWait() {
         let defaults = OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c")

@@ -46,6 +46,7 @@ extension SessionManager {
         anonymousID = nil
         logger.info("wiped the session")
         lastPublished = nil
+        lastPublishedState = nil
         // Subscribers learn the new state; without any, nothing is written until the next restore().
         if !updateSubscribers.isEmpty { publish(await loadState(minTTL: .zero)) }
     }

@@ -26,9 +26,10 @@ extension SessionManager {
     /// The session's state each time it changes: after `restore()`, sign-in, sign-out,
     /// entering guest mode, a refresh, the server ending the session, and onboarding done.
     ///
-    /// Each call returns a new stream for one subscriber; it ends when the subscriber stops
-    /// iterating. The stream starts with nothing: call `restore()` (or `currentState()`) for
-    /// the state now. What another process changed (a `vault signout` in a terminal, say) is
+    /// Each call returns a new stream for one subscriber (any number may subscribe; each gets
+    /// every change); it ends when the subscriber stops iterating. The stream starts with the
+    /// state published last (after `restore()`), so a late subscriber gets the present value
+    /// first; before the first `restore()` it starts empty. What another process changed (a `vault signout` in a terminal, say) is
     /// published at the latest on this manager's next call that reads the stores
     /// (`currentState()`, `restore()`, the item calls, `validCredentials`); the library does
     /// not watch the files.
@@ -37,8 +38,16 @@ extension SessionManager {
         let id = nextSubscriberID
         nextSubscriberID += 1
         updateSubscribers[id] = continuation
+        if let lastPublishedState { continuation.yield(lastPublishedState) }
         continuation.onTermination = { _ in Task { await self.removeSubscriber(id) } }
         return stream
+    }
+
+    /// The signed-in user as the profile names them now (nil for a guest, a fleet session, or
+    /// when the profile cannot be read). Reads the profile; does not open the vault.
+    public var currentUser: User? {
+        guard fleet == nil else { return nil }
+        return (try? profiles.load())?.user
     }
 
     /// The state now, as `restore()` computes it, publishing it to `updates()` subscribers
@@ -52,6 +61,7 @@ extension SessionManager {
         let fingerprint = SessionFingerprint(state)
         guard fingerprint != lastPublished else { return }
         lastPublished = fingerprint
+        lastPublishedState = state
         for continuation in updateSubscribers.values { continuation.yield(state) }
     }
 

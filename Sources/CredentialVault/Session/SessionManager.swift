@@ -32,6 +32,8 @@ public actor SessionManager {
     var nextSubscriberID: UInt64 = 0
     /// What the last published state said, to publish changes another process made.
     var lastPublished: SessionFingerprint?
+    /// The last state published, given first to every new `updates()` subscriber.
+    var lastPublishedState: SessionState?
     /// Settings defaults the app registered (SessionManager+Settings.swift).
     var settingDefaults: [String: JSONValue] = [:]
 

@@ -6,7 +6,7 @@ import FoundationEssentials
 /// (signed in without credentials, a guest with a user id) cannot be expressed.
 /// `unavailable` is never folded into `guest`: a vault that cannot be read is not a
 /// signed-out user.
-public enum SessionState: Sendable, CustomStringConvertible {
+public enum SessionState: Sendable, CustomStringConvertible, Equatable {
     /// Nobody is signed in; the install's stable anonymous id.
     case guest(anonymousID: String)
     /// Signed in with credentials valid for the requested time to live.
@@ -102,5 +102,31 @@ public struct SessionUnavailable: Error, Sendable, CustomStringConvertible {
     public var description: String {
         guard let error else { return reason == .locked ? "locked: no key was given to open the vault" : reason.rawValue }
         return "\(reason.rawValue): \(error)"
+    }
+}
+
+extension SessionState {
+    /// Equal when the case, the user and the credentials are (tokens compared in constant time);
+    /// two `unavailable` states are equal when their reasons are (the underlying errors may differ
+    /// in wording).
+    public static func == (lhs: SessionState, rhs: SessionState) -> Bool {
+        switch (lhs, rhs) {
+        case let (.guest(left), .guest(right)): left == right
+        case let (.signedIn(leftUser, left), .signedIn(rightUser, right)),
+             let (.needsOnboarding(leftUser, left), .needsOnboarding(rightUser, right)):
+            leftUser == rightUser && left.sameTokens(as: right)
+        case let (.expired(leftUser, leftRefresh, leftExpiry), .expired(rightUser, rightRefresh, rightExpiry)):
+            leftUser == rightUser && leftRefresh == rightRefresh && leftExpiry == rightExpiry
+        case let (.unavailable(left), .unavailable(right)): left.reason == right.reason
+        default: false
+        }
+    }
+}
+
+extension Credentials {
+    /// Same tokens, type, scopes and times.
+    func sameTokens(as other: Credentials) -> Bool {
+        accessToken == other.accessToken && refreshToken == other.refreshToken && idToken == other.idToken
+            && tokenType == other.tokenType && scopes == other.scopes && expiresAt == other.expiresAt && issuedAt == other.issuedAt
     }
 }

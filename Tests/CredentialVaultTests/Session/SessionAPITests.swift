@@ -109,9 +109,50 @@ func eventually(within seconds: Double = 5, _ condition: @Sendable () async -> B
         let reader = Task { for await state in stream { recorder.append(state) } }
         defer { reader.cancel() }
         try await other.signOut()
-        #expect(recorder.names.isEmpty)
+        // A late subscriber gets the present state first (issue 26, convenience 9), then the change.
+        #expect(await eventually { recorder.names == ["signedIn:u1"] }, "\(recorder.names)")
         _ = try await app.items()
-        #expect(await eventually { recorder.names == ["guest"] }, "\(recorder.names)")
+        #expect(await eventually { recorder.names == ["signedIn:u1", "guest"] }, "\(recorder.names)")
+    }
+
+    /// Issue 26, convenience 9: a late subscriber gets the present value first; every subscriber
+    /// gets every change; `currentUser`; `SessionState` is `Equatable`.
+    @Test func lateAndManySubscribersEachGetEveryChange() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        let empty = StateRecorder()
+        let early = await session.updates()
+        let emptyReader = Task { for await state in early { empty.append(state) } }
+        defer { emptyReader.cancel() }
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(empty.names.isEmpty, "before the first restore() there is nothing to give")
+        _ = await session.restore()
+        #expect(await session.currentUser == nil)
+        try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 3600))
+        #expect(await session.currentUser?.id == "u1")
+        let first = StateRecorder(), second = StateRecorder()
+        let streams = [await session.updates(), await session.updates()]
+        let readers = [Task { for await state in streams[0] { first.append(state) } },
+                       Task { for await state in streams[1] { second.append(state) } }]
+        defer { for reader in readers { reader.cancel() } }
+        try await session.signOut()
+        for recorder in [first, second] {
+            #expect(await eventually { recorder.names == ["signedIn:u1", "guest"] }, "\(recorder.names)")
+        }
+        #expect(await eventually { empty.names == ["guest", "signedIn:u1", "guest"] }, "\(empty.names)")
+    }
+
+    @Test func sessionStatesCompareByValueAndUnavailableByReason() {
+        let token = Credentials(accessToken: secret("a"), expiresAt: Date(timeIntervalSince1970: 1))
+        let user = User(id: "u1")
+        #expect(SessionState.signedIn(user, token) == .signedIn(user, token))
+        #expect(SessionState.signedIn(user, token) != .signedIn(user, Credentials(accessToken: secret("b"), expiresAt: Date(timeIntervalSince1970: 1))))
+        #expect(SessionState.signedIn(user, token) != .needsOnboarding(user, token))
+        #expect(SessionState.guest(anonymousID: "x") == .guest(anonymousID: "x"))
+        #expect(SessionState.unavailable(SessionUnavailable(reason: .corrupt, error: VaultError(.corrupt, "one")))
+                == .unavailable(SessionUnavailable(reason: .corrupt, error: VaultError(.tampered, "another"))))
+        #expect(SessionState.unavailable(SessionUnavailable(reason: .corrupt, error: nil)) != .unavailable(SessionUnavailable(reason: .busy, error: nil)))
     }
 }
 

@@ -165,6 +165,41 @@ import Testing
         #expect(try world.vault(["get", "api"]).status == 64)
     }
 
+    /// `vault unlock` with `VAULT_PINENTRY` (gpg-agent's convention): the Assuan exchange with a
+    /// pinentry program (a stand-in here, speaking the protocol as pinentry-tty does), its
+    /// percent-escapes decoded, and a cancelled pinentry refused.
+    @Test func unlockAsksThroughPinentry() throws {
+        let world = try World()
+        let script = """
+            #!/usr/bin/env python3
+            import sys
+            cancel = len(sys.argv) > 1
+            print("OK Pleased to meet you", flush=True)
+            for line in sys.stdin:
+                command = line.strip()
+                if command.startswith("GETPIN"):
+                    if cancel:
+                        print("ERR 83886179 Operation cancelled <Pinentry>", flush=True)
+                        continue
+                    print("D correct%20horse%20battery%20staple", flush=True)
+                if command == "BYE":
+                    print("OK closing connection", flush=True)
+                    break
+                print("OK", flush=True)
+            """
+        let pinentry = world.sandbox.path("pinentry-stand-in")
+        FileManager.default.createFile(atPath: pinentry, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755])
+        let cancelling = world.sandbox.path("pinentry-cancel")
+        FileManager.default.createFile(atPath: cancelling, contents: Data("#!/bin/sh\nexec '\(pinentry)' cancel\n".utf8),
+                                       attributes: [.posixPermissions: 0o755])
+        let cancelled = try world.vault(["unlock"], environment: ["VAULT_PINENTRY": cancelling])
+        #expect(cancelled.status == 64)
+        #expect(cancelled.stderrText.contains("cancelled"))
+        let unlocked = try world.vault(["unlock"], environment: ["VAULT_PINENTRY": pinentry])
+        #expect(unlocked.status == 0, "\(unlocked.stderrText)")
+        #expect(try world.vault(["get", "api"]).stdoutText == Self.secret)
+    }
+
     @Test func keysAreForgottenAfterTheIdleTimeout() throws {
         let world = try World(agentArguments: ["--idle-timeout", "1s"])
         try world.unlock()

@@ -163,8 +163,9 @@ extension VaultCommand {
             abstract: "Give the running agent the vault's key, so commands need no passphrase until it forgets it.",
             discussion: """
                 The key comes from the usual places (--key-file, --passphrase-file, VAULT_KEY_FILE, \
-                VAULT_PASSPHRASE, or the terminal), is sent over the agent's socket and derived there; \
-                the agent checks it opens the vault. With no agent answering: exit 69.
+                VAULT_PASSPHRASE), else from the pinentry program VAULT_PINENTRY names (as gpg-agent's \
+                pinentry-program), else the terminal; it is sent over the agent's socket and derived there, \
+                and the agent checks it opens the vault. With no agent answering: exit 69.
                 """
         )
 
@@ -175,8 +176,17 @@ extension VaultCommand {
             guard let client = VaultAgentClient.forCurrentUser() else { throw Agent.noAgent }
             guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
             _ = try client.status()
-            try client.unlock(directory: options.directory, key: try context.key(options))
+            try client.unlock(directory: options.directory, key: try key(context))
             ErrorReport.note("Unlocked \(TerminalText.escaped(options.directory)) in the agent.")
+        }
+
+        /// The key: from a file or the environment when one is given, else through `$VAULT_PINENTRY`
+        /// when it names a program (gpg-agent's convention), else the usual prompt.
+        private func key(_ context: CommandContext) throws -> VaultKey {
+            let hasSource = options.keyFile != nil || options.passphraseFile != nil
+                || KeySources.environmentValue("VAULT_KEY_FILE") != nil || context.passphrases.value("VAULT_PASSPHRASE") != nil
+            guard !hasSource, let program = KeySources.environmentValue("VAULT_PINENTRY") else { return try context.key(options) }
+            return .passphrase(try Pinentry.askPassphrase(program: program, description: "Passphrase for the vault in \(options.directory)"))
         }
     }
 

@@ -1,0 +1,74 @@
+import CredentialVault
+import VaultCrypto
+
+/// Asks for a passphrase through a pinentry program (`$VAULT_PINENTRY`), as gpg-agent does: the
+/// Assuan commands `SETDESC`, `SETPROMPT`, `GETPIN` and `BYE` on its standard input, the answer
+/// (`D <percent-encoded passphrase>` then `OK`, or `ERR …` when cancelled) on its standard output,
+/// read into zeroising memory.
+enum Pinentry {
+    /// The passphrase typed into the pinentry `program`.
+    /// - Throws: `UsageError` when it cannot be run, was cancelled or answered nothing usable.
+    static func askPassphrase(program: String, description: String) throws -> SecureBytes {
+        let commands = "SETDESC \(escaped(description))\nSETPROMPT Passphrase:\nGETPIN\nBYE\n"
+        let result = Subprocess.run([program], input: SecureBytes(copying: Array(commands.utf8)), captureOutput: true,
+                                    timeout: 300)
+        guard result.status != 127 else { throw UsageError("cannot run the pinentry program '\(TerminalText.escaped(program))' (VAULT_PINENTRY)") }
+        guard let output = result.output else { throw UsageError("the pinentry program gave no answer") }
+        return try output.withUnsafeBytes { bytes throws -> SecureBytes in
+            let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            guard lines.first?.starts(with: Array("OK".utf8)) == true else {
+                throw UsageError("'\(TerminalText.escaped(program))' does not speak the pinentry protocol")
+            }
+            if lines.contains(where: { $0.starts(with: Array("ERR".utf8)) }) {
+                throw UsageError("the passphrase was not given (the pinentry was cancelled)")
+            }
+            guard let data = lines.first(where: { $0.starts(with: Array("D ".utf8)) }) else {
+                throw UsageError("the pinentry returned no passphrase")
+            }
+            let passphrase = try decode(data.dropFirst(2))
+            guard !passphrase.isEmpty else { throw VaultError(.invalidKey, "the passphrase is empty", fix: "type a non-empty passphrase") }
+            return passphrase
+        }
+    }
+
+    /// Assuan's escaping of a parameter: `%`, CR and LF as `%XX`.
+    private static func escaped(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "%": result += "%25"
+            case "\r": result += "%0D"
+            case "\n": result += "%0A"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// Decodes Assuan's `%XX` escapes into zeroising memory.
+    private static func decode(_ encoded: some Collection<UInt8>) throws -> SecureBytes {
+        var bytes: [UInt8] = []
+        defer { SecureWipe.wipe(&bytes) }
+        var iterator = encoded.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw UsageError("the pinentry's answer is malformed")
+            }
+            bytes.append(high << 4 | low)
+        }
+        return SecureBytes(copying: bytes)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

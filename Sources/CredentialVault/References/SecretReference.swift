@@ -74,31 +74,13 @@ public struct SecretReference: Sendable, Hashable, CustomStringConvertible {
 
     /// Decodes `%XX` escapes exactly once; the result must be UTF-8 without control characters.
     private static func decode(_ part: ArraySlice<UInt8>, in text: String, what: String) throws -> String {
-        var bytes: [UInt8] = []
-        var iterator = part.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw invalid(text, "'%' in the \(what) must start an escape of two hex digits (a literal '%' is %25)")
-            }
-            bytes.append(high << 4 | low)
+        guard let bytes = part.percentDecoded() else {
+            throw invalid(text, "'%' in the \(what) must start an escape of two hex digits (a literal '%' is %25)")
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw invalid(text, "the \(what)'s escapes do not decode to UTF-8")
         }
         return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private static func encode(_ text: String, reserved: String) -> String {

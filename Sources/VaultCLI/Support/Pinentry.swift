@@ -47,28 +47,8 @@ enum Pinentry {
 
     /// Decodes Assuan's `%XX` escapes into zeroising memory.
     private static func decode(_ encoded: some Collection<UInt8>) throws -> SecureBytes {
-        var bytes: [UInt8] = []
+        guard var bytes = encoded.percentDecoded() else { throw UsageError("the pinentry's answer is malformed") }
         defer { SecureWipe.wipe(&bytes) }
-        var iterator = encoded.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw UsageError("the pinentry's answer is malformed")
-            }
-            bytes.append(high << 4 | low)
-        }
         return SecureBytes(copying: bytes)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -91,6 +91,44 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: world.socket), "the socket is removed on SIGTERM")
     }
 
+    @Test func theGitAndDockerHelpersUseTheAgentForEveryAction() throws {
+        let world = try World()
+        try world.unlock()
+        let bin = world.sandbox.path("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for name in ["git-credential-vault", "docker-credential-vault"] {
+            try FileManager.default.createSymbolicLink(atPath: bin + "/" + name, withDestinationPath: try CLIBinary.path())
+        }
+        let keyless = world.sandbox.environment.merging(world.environment) { _, new in new }
+        func helper(_ name: String, _ action: String, _ input: String) throws -> CLIResult {
+            try ExternalProcess.run(bin + "/" + name, [action], environment: keyless, stdin: Data(input.utf8), timeout: 30)
+        }
+        // docker: store, get, list, erase, with no key anywhere but in the agent.
+        let stored = try helper("docker-credential-vault", "store", #"{"ServerURL":"registry.test","Username":"ann","Secret":"d-secret"}"# + "\n")
+        #expect(stored.status == 0, "\(stored.stdoutText)\(stored.stderrText)")
+        #expect(try helper("docker-credential-vault", "get", "registry.test").stdoutText.contains("d-secret"))
+        let listed = try helper("docker-credential-vault", "list", "")
+        #expect(try JSONSerialization.jsonObject(with: listed.stdout) as? [String: String] == ["registry.test": "ann"], "\(listed.stdoutText)")
+        #expect(try helper("docker-credential-vault", "erase", "registry.test").status == 0)
+        #expect(try helper("docker-credential-vault", "get", "registry.test").stdoutText == "credentials not found in native keychain\n")
+        // git: store, get, erase (a wrong password erases nothing, the right one erases).
+        let request = "protocol=https\nhost=git.test\nusername=bo\n"
+        #expect(try helper("git-credential-vault", "store", request + "password=g-secret\n\n").status == 0)
+        #expect(try helper("git-credential-vault", "get", "protocol=https\nhost=git.test\n\n").stdoutText.contains("password=g-secret"))
+        #expect(try helper("git-credential-vault", "erase", request + "password=other\n\n").status == 0)
+        #expect(try helper("git-credential-vault", "get", "protocol=https\nhost=git.test\n\n").stdoutText.contains("password=g-secret"))
+        #expect(try helper("git-credential-vault", "erase", request + "password=g-secret\n\n").status == 0)
+        #expect(try helper("git-credential-vault", "get", "protocol=https\nhost=git.test\n\n").stdout.isEmpty)
+        // What remains, seen directly with the passphrase: only the vault's own entry.
+        let direct = try world.vault(["list", "--no-agent"], environment: ["VAULT_PASSPHRASE": Self.passphrase])
+        #expect(direct.status == 0 && direct.stdoutText.contains("api"), "\(direct.stderrText)")
+        #expect(!direct.stdoutText.contains("git:") && !direct.stdoutText.contains("docker:"), "\(direct.stdoutText)")
+        // Locked again: the helpers have no key (docker's output says so, exit 1).
+        #expect(try world.vault(["lock"]).status == 0)
+        let locked = try helper("docker-credential-vault", "list", "")
+        #expect(locked.status == 1 && locked.stdoutText.hasPrefix("vault: "), "\(locked.stdoutText)")
+    }
+
     @Test func statusJSONHasTheContractFields() throws {
         let world = try World()
         try world.unlock()

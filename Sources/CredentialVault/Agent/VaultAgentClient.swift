@@ -123,6 +123,24 @@ public struct VaultAgentClient: Sendable {
         _ = try request(["op": "rm", "directory": .string(try Self.canonical(directory)), "name": .string(name), "owner": .string(owner)])
     }
 
+    /// The entries of `owner` among `names`, read in one snapshot; names with no entry are left out.
+    package func entries(named names: [String], owner: String, directory: String) throws -> [VaultEntry] {
+        let answer = try request(["op": "get", "directory": .string(try Self.canonical(directory)),
+                                  "names": .array(names.map(JSONValue.string)), "owner": .string(owner)])
+        let described = answer.header["entries"]?.arrayValue ?? []
+        guard described.count == answer.secrets.count else {
+            throw VaultError(.agentUnavailable, "the agent's answer had entries without secrets")
+        }
+        return try zip(described, answer.secrets).map { VaultEntry(metadata: try Self.metadata(from: $0), secret: $1) }
+    }
+
+    /// Removes the entries of `owner` among `names` in one transaction (missing ones are skipped),
+    /// with a new data key when `rotatingDataKey`.
+    package func remove(names: [String], owner: String, rotatingDataKey: Bool, directory: String) throws {
+        _ = try request(["op": "rm", "directory": .string(try Self.canonical(directory)), "names": .array(names.map(JSONValue.string)),
+                         "owner": .string(owner), "rotateDataKey": .bool(rotatingDataKey)])
+    }
+
     // MARK: The exchange
 
     /// Sends one request and returns the answer; an error answer is thrown as the `VaultError` it names.

@@ -19,7 +19,7 @@ extension SessionManager {
     ///   - name: The session's name (an owner name: `EntryValidation.checkOwner`).
     ///   - configuration: Leeway and clock; the store keeps its own timeouts.
     package init(fleet store: any FleetSessionStore, session name: String, configuration: SessionConfiguration = SessionConfiguration()) {
-        self.init(directory: "", key: nil, store: nil, fleet: FleetBinding(store: store, name: name), configuration: configuration)
+        self.init(directory: "", key: nil, store: nil, fleet: FleetBinding(store: store, name: name), agent: nil, configuration: configuration)
     }
 
     /// Throws `.unsupportedOperation` for a fleet session, which has none of what `feature` needs.

@@ -18,6 +18,9 @@ public actor SessionManager {
     /// The fleet session this manager works on, for a session shared by a fleet (PostgreSQL);
     /// nil for the vault file's session (SessionManager+Fleet.swift).
     let fleet: FleetBinding?
+    /// The user's `vault agent`, when it holds this vault unlocked for the session
+    /// (SessionManager+Agent.swift); nil when the session opens the vault itself.
+    let agent: AgentBinding?
     let configuration: SessionConfiguration
     let profiles: ProfileStore
     private let sessionLockPath: String
@@ -50,7 +53,7 @@ public actor SessionManager {
     ///   - key: The vault key; nil leaves the vault locked (guests without a vault still work).
     ///   - configuration: Leeway, clock, timeouts, logger.
     public init(directory: String, key: VaultKey?, configuration: SessionConfiguration = SessionConfiguration()) {
-        self.init(directory: directory, key: key, store: nil, fleet: nil, configuration: configuration)
+        self.init(directory: directory, key: key, store: nil, fleet: nil, agent: nil, configuration: configuration)
     }
 
     /// Creates a session over a vault already opened, so that its key is derived once for
@@ -60,16 +63,18 @@ public actor SessionManager {
     ///   - store: The open vault; the profile is read from its directory.
     ///   - configuration: Leeway, clock, timeouts, logger (the store keeps the options it was opened with).
     public init(store: SecretStore, configuration: SessionConfiguration = SessionConfiguration()) {
-        self.init(directory: store.directory, key: store.key, store: store, fleet: nil, configuration: configuration)
+        self.init(directory: store.directory, key: store.key, store: store, fleet: nil, agent: nil, configuration: configuration)
     }
 
-    /// The designated initializer: a vault file's session (with its store when already open), or a
-    /// fleet session (SessionManager+Fleet.swift).
-    init(directory: String, key: VaultKey?, store: SecretStore?, fleet: FleetBinding?, configuration: SessionConfiguration) {
+    /// The designated initializer: a vault file's session (with its store when already open, or
+    /// through the user's agent), or a fleet session (SessionManager+Fleet.swift).
+    init(directory: String, key: VaultKey?, store: SecretStore?, fleet: FleetBinding?, agent: AgentBinding?,
+         configuration: SessionConfiguration) {
         self.directory = directory
         self.key = key
         self.store = store
         self.fleet = fleet
+        self.agent = agent
         self.configuration = configuration
         self.profiles = ProfileStore(directory: directory, lockTimeout: configuration.lockTimeout)
         self.sessionLockPath = PathText.joining(directory, "session.lock")
@@ -139,7 +144,7 @@ public actor SessionManager {
             let loaded = try profiles.load()
             anonymousID = loaded?.anonymousID
             // As restore(): an existing vault without a key is locked, whoever is signed in.
-            if key == nil, SecretStore.exists(in: directory) { throw SessionUnavailable(reason: .locked, error: nil) }
+            if key == nil, agent == nil, SecretStore.exists(in: directory) { throw SessionUnavailable(reason: .locked, error: nil) }
             guard var profile = loaded else {
                 try await refuseSessionsWithoutProfile()
                 return .guest(anonymousID: "")
@@ -156,8 +161,13 @@ public actor SessionManager {
 
     /// Throws `profileMissing` when the vault holds a user's session although there is no profile.
     private func refuseSessionsWithoutProfile() async throws {
-        guard let store = try await openStoreOffPool(create: false) else { return }
-        let users = try store.snapshot { Self.sessionOwners(in: $0) }
+        let users: [String]
+        if let agent {
+            users = Self.sessionOwners(in: try agent.client.list(directory: agent.directory))
+        } else {
+            guard let store = try await openStoreOffPool(create: false) else { return }
+            users = try store.snapshot { Self.sessionOwners(in: $0.list()) }
+        }
         guard !users.isEmpty else { return }
         throw SessionUnavailable(reason: .profileMissing, error: VaultError(
             .corrupt, "the vault holds the session of \(users.count == 1 ? "a signed-in user" : "\(users.count) users") but the profile "
@@ -165,11 +175,13 @@ public actor SessionManager {
             path: directory, fix: "restore profile.json from a backup, or end the session on purpose (it is revoked then)"))
     }
 
-    /// The user namespaces that hold session credentials.
-    static func sessionOwners(in view: borrowing VaultTransaction) -> [String] {
-        view.owners.filter { owner in
-            owner.hasPrefix("user:") && view.list(owner: owner).contains { $0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
+    /// The user namespaces that hold session credentials, among `entries`.
+    static func sessionOwners(in entries: [EntryMetadata]) -> [String] {
+        var owners: [String] = []
+        for entry in entries where entry.owner.hasPrefix("user:") && entry.name.hasPrefix(SessionNamespaces.Reserved.prefix) {
+            if !owners.contains(where: { $0.sameBytes(as: entry.owner) }) { owners.append(entry.owner) }
         }
+        return owners
     }
 
     /// Ends the sessions of a vault whose profile is missing (`SessionUnavailable.Reason.profileMissing`):
@@ -186,7 +198,7 @@ public actor SessionManager {
         defer { lock.release() }
         guard try profiles.load() == nil, let store = try await openStoreOffPool(create: false) else { return [] }
         let sessions = try store.snapshot { view in
-            try Self.sessionOwners(in: view).map { owner in (owner, try CredentialRecords.read(owner: owner, from: view)) }
+            try Self.sessionOwners(in: view.list()).map { owner in (owner, try CredentialRecords.read(owner: owner, from: view)) }
         }
         guard !sessions.isEmpty else { return [] }
         for (owner, credentials) in sessions {
@@ -208,13 +220,8 @@ public actor SessionManager {
 
     /// The state of a profile that names `user`: from the user's credentials in the vault.
     private func state(of user: User, minTTL: Duration) async throws -> SessionState {
-        guard let store = try await openStoreOffPool(create: false) else {
-            return .expired(user, hasRefreshToken: false, expiresAt: nil)
-        }
-        let credentials = try store.snapshot { view in
-            try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: view)
-        }
-        guard let credentials else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
+        if agent == nil { _ = try await openStoreOffPool(create: false) }
+        guard let credentials = try readCredentials(owner: SessionNamespaces.user(user.id)) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
         guard isValid(credentials, minTTL: minTTL) else {
             return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)
         }
@@ -487,18 +494,11 @@ public actor SessionManager {
         var merged = fresh
         if merged.refreshToken == nil { merged.refreshToken = latest.refreshToken }
         if merged.idToken == nil { merged.idToken = latest.idToken }
-        guard let store = try openStore(create: false) else { throw SessionUnavailable(reason: .locked, error: nil) }
         guard try profiles.load()?.user?.id == user.id else {
             throw VaultError(.notSignedIn, "'\(TerminalText.escaped(user.id))' signed out while the refresh was running", fix: "sign in again")
         }
         // The new tokens and the journal's marker land in one atomic write.
-        try store.update { transaction in
-            let owner = SessionNamespaces.user(user.id)
-            try CredentialRecords.write(merged, owner: owner, into: &transaction)
-            try transaction.put(NewEntry(name: SessionNamespaces.Reserved.refreshMarker, owner: owner,
-                                         secret: SecureBytes(copying: Array(journal.journalID.utf8)), transferable: false),
-                                replace: true)
-        }
+        try saveRefreshed(merged, owner: SessionNamespaces.user(user.id), marker: SecureBytes(copying: Array(journal.journalID.utf8)))
         try profiles.update { profile in
             if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
         }
@@ -514,16 +514,8 @@ public actor SessionManager {
     /// (journal kept, marked interrupted, until the next refresh or sign-out). Call with `session.lock` held.
     private func settleRefresh() throws -> RefreshRecovery? {
         guard let journal = try profiles.load()?.refreshInFlight else { return nil }
-        var landed = false
-        if let store = try openStore(create: false) {
-            landed = try store.snapshot { view in
-                let owner = SessionNamespaces.user(journal.userID)
-                guard view.metadata(named: SessionNamespaces.Reserved.refreshMarker, owner: owner) != nil else { return false }
-                return try view.secret(named: SessionNamespaces.Reserved.refreshMarker, owner: owner)
-                    == SecureBytes(copying: Array(journal.journalID.utf8))
-            }
-        }
-        if landed {
+        let marker = try readMarker(SessionNamespaces.Reserved.refreshMarker, owner: SessionNamespaces.user(journal.userID))
+        if marker == SecureBytes(copying: Array(journal.journalID.utf8)) {
             try profiles.update { profile in
                 if profile.refreshInFlight?.journalID == journal.journalID { profile.refreshInFlight = nil }
             }
@@ -540,8 +532,7 @@ public actor SessionManager {
 
     func currentCredentials() throws -> (User, Credentials) {
         guard let user = try profiles.load()?.user else { throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in first") }
-        guard let store = try openStore(create: false),
-              let credentials = try store.snapshot({ try CredentialRecords.read(owner: SessionNamespaces.user(user.id), from: $0) }) else {
+        guard let credentials = try readCredentials(owner: SessionNamespaces.user(user.id)) else {
             throw VaultError(.sessionExpired, "no credentials are stored for '\(TerminalText.escaped(user.id))'", fix: "sign in again")
         }
         return (user, credentials)
@@ -617,7 +608,11 @@ public actor SessionManager {
         }
         anonymousID = guestID
         let replacedGuest = oldGuest.flatMap { $0 == guestID ? nil : $0 }
-        guard signedOut != nil || replacedGuest != nil, let store = try openStore(create: false) else { return nil }
+        guard signedOut != nil || replacedGuest != nil else { return nil }
+        if let agent {
+            return try endSessionThroughAgent(agent, user: signedOut, localData: localData, replacedGuest: replacedGuest)
+        }
+        guard let store = try openStore(create: false) else { return nil }
         let removed = try store.update { transaction -> Credentials? in
             var credentials: Credentials?
             if let user = signedOut {
@@ -656,7 +651,7 @@ public actor SessionManager {
     /// Rolls a journalled sign-in forward when its vault write carries the marker, back otherwise.
     /// Call with `session.lock` held.
     private func settle(_ journal: PendingSignIn) throws {
-        if try signInLanded(journal, in: openStore(create: false)) {
+        if try signInLanded(journal) {
             try commit(journal)
             logger.notice("finished an interrupted sign-in", metadata: ["user": "\(journal.userID)"])
         } else {
@@ -665,21 +660,16 @@ public actor SessionManager {
         }
     }
 
-    /// Whether the vault write of a journalled sign-in landed: `store` carries its marker.
-    private func signInLanded(_ journal: PendingSignIn, in store: SecretStore?) throws -> Bool {
-        guard let store else { return false }
-        return try store.snapshot { view in
-            guard view.metadata(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID)) != nil else {
-                return false
-            }
-            let marker = try view.secret(named: SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID))
-            return marker == SecureBytes(copying: Array(journal.journalID.utf8))
-        }
+    /// Whether the vault write of a journalled sign-in landed: the vault carries its marker.
+    private func signInLanded(_ journal: PendingSignIn) throws -> Bool {
+        try readMarker(SessionNamespaces.Reserved.migration, owner: SessionNamespaces.user(journal.userID))
+            == SecureBytes(copying: Array(journal.journalID.utf8))
     }
 
     /// `signInLanded`, with the unlock off the cooperative pool.
     private func signInLandedOffPool(_ journal: PendingSignIn) async throws -> Bool {
-        try signInLanded(journal, in: await openStoreOffPool(create: false))
+        if agent == nil { _ = try await openStoreOffPool(create: false) }
+        return try signInLanded(journal)
     }
 
     /// The commit point of a sign-in: the profile names the user. Then the marker goes.
@@ -688,7 +678,10 @@ public actor SessionManager {
             profile.user = journal.user
             profile.pendingSignIn = nil
         }
-        if let store = try openStore(create: false) {
+        if let agent {
+            try agent.client.remove(names: [SessionNamespaces.Reserved.migration], owner: SessionNamespaces.user(journal.userID),
+                                    rotatingDataKey: false, directory: agent.directory)
+        } else if let store = try openStore(create: false) {
             try store.update { transaction in
                 let owner = SessionNamespaces.user(journal.userID)
                 if transaction.metadata(named: SessionNamespaces.Reserved.migration, owner: owner) != nil {
@@ -703,7 +696,8 @@ public actor SessionManager {
     /// decision is taken again under `session.lock`, from the profile as it is then, so a
     /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
     private func removeOrphanedCredentials(profile: Profile) async throws {
-        guard let store = try await openStoreOffPool(create: false) else { return }
+        // Through the agent they stay until a process that opens the vault itself starts the session.
+        guard agent == nil, let store = try await openStoreOffPool(create: false) else { return }
         guard try store.snapshot({ Self.orphans(in: $0, profile: profile) }).isEmpty == false else { return }
         let lock = try await sessionLock()
         defer { lock.release() }

@@ -257,6 +257,20 @@ final class AgentServer: @unchecked Sendable {
                     entries.removeAll { rules.refusal(operation: "list", entry: ($0.name, $0.owner), caller: who) != nil }
                 }
                 return AgentMessage(["ok": true, "entries": .array(entries.map(VaultAgentClient.metadataJSON))])
+            case "get" where request.header["names"] != nil:
+                // Several entries of one owner read in one snapshot (a session's tokens); missing ones are left out.
+                let (names, owner) = try namesAndOwner(request)
+                for name in names { try check((name, owner)) }
+                let entries = try withVault(request) { store in
+                    try store.snapshot { view in
+                        try names.compactMap { name -> VaultEntry? in
+                            guard let metadata = view.metadata(named: name, owner: owner) else { return nil }
+                            return VaultEntry(metadata: metadata, secret: try view.secret(named: name, owner: owner))
+                        }
+                    }
+                }
+                return AgentMessage(["ok": true, "entries": .array(entries.map { VaultAgentClient.metadataJSON($0.metadata) }),
+                                     "secrets": .integer(Int128(entries.count))], secrets: entries.map(\.secret))
             case "get":
                 let (name, owner) = try nameAndOwner(request)
                 try check((name, owner))
@@ -270,6 +284,20 @@ final class AgentServer: @unchecked Sendable {
                     try store.update { transaction in try entries.map { try transaction.put($0, replace: replace) } }
                 }
                 return AgentMessage(["ok": true, "entries": .array(stored.map(VaultAgentClient.metadataJSON))])
+            case "rm" where request.header["names"] != nil:
+                // Several entries of one owner in one transaction (a session that ends), optionally with a new data key.
+                let (names, owner) = try namesAndOwner(request)
+                for name in names { try check((name, owner)) }
+                let rotate = request.header["rotateDataKey"]?.boolValue ?? false
+                try withVault(request) { store in
+                    try store.update { transaction in
+                        for name in names where transaction.metadata(named: name, owner: owner) != nil {
+                            try transaction.remove(named: name, owner: owner)
+                        }
+                        if rotate { transaction.rotateDataKey() }
+                    }
+                }
+                return AgentMessage(["ok": true])
             case "rm":
                 let (name, owner) = try nameAndOwner(request)
                 try check((name, owner))
@@ -377,6 +405,14 @@ final class AgentServer: @unchecked Sendable {
     private func nameAndOwner(_ request: AgentMessage) throws -> (String, String) {
         guard let name = request.header["name"]?.stringValue else { throw VaultError(.invalidInput, "the request names no entry") }
         return (name, request.header["owner"]?.stringValue ?? "")
+    }
+
+    private func namesAndOwner(_ request: AgentMessage) throws -> ([String], String) {
+        let names = (request.header["names"]?.arrayValue ?? []).compactMap(\.stringValue)
+        guard !names.isEmpty, names.count == request.header["names"]?.arrayValue?.count, names.count <= 65_536 else {
+            throw VaultError(.invalidInput, "the request's entry names are malformed")
+        }
+        return (names, request.header["owner"]?.stringValue ?? "")
     }
 
     private func newEntries(_ request: AgentMessage) throws -> [NewEntry] {

@@ -38,9 +38,12 @@ extension VaultCommand {
             // Nothing is created on a missing vault, and a valid token is read without writing
             // (SessionManager.peek); only a refresh writes, as it must to save the new pair.
             if try context.selectsFileSession(options, fleetSession: session), options.hasNoSession { throw VaultError.vaultNotFound(path: options.directory) }
-            // The session and the client's secret share the context's store: one key derivation.
+            // The session and the client's secret share the context's store (one key derivation), or
+            // both go through the user's agent when it holds the vault: the key stays there. A
+            // client_credentials client signs its first token in, which needs the vault itself.
+            let grant = (try? await context.storedClient(options))??.grant
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists,
-                                                    leeway: leeway.map { .seconds($0) })
+                                                    leeway: leeway.map { .seconds($0) }, throughAgent: grant != .clientCredentials)
             let state = await manager.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)

@@ -142,6 +142,21 @@ package final class CommandContext: Sendable {
         return (client, try VaultAgentClient.canonical(options.directory))
     }
 
+    /// One entry operation of the git and docker helpers: `throughAgent` at the user's agent when it
+    /// holds the vault (see `agent(for:)`), else `directly` on the vault opened here. An agent that
+    /// does not hold the vault, or does not answer, sends the operation to the direct path.
+    func entryOperation<T>(_ options: VaultOptions, throughAgent: (VaultAgentClient, String) throws -> T,
+                           directly: (SecretStore) throws -> T) throws -> T {
+        if let (client, directory) = try agent(for: options) {
+            do {
+                return try throughAgent(client, directory)
+            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
+                // Not held by the agent (or it died): the vault is opened directly below.
+            }
+        }
+        return try directly(try openStore(options))
+    }
+
     /// Creates a vault in the selected store; a passphrase typed on the terminal is asked for twice.
     func createStorage(_ options: VaultOptions, allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
         guard let selected = try options.storeSelection.postgres else {
@@ -204,8 +219,10 @@ package final class CommandContext: Sendable {
     ///   - fleetSession: `--session NAME`: required on a PostgreSQL store, refused on the vault file.
     ///   - key: when the key is needed (the vault file's session).
     ///   - leeway: how early an access token counts as expired (the library's default when nil).
+    ///   - throughAgent: whether the vault file's session may go through the user's agent when it
+    ///     holds the vault unlocked (`vault token`: reading and refreshing; see `agentSession`).
     func session(_ options: VaultOptions, fleetSession: String? = nil, key requirement: SessionKey,
-                 leeway: Duration? = nil) async throws -> SessionManager {
+                 leeway: Duration? = nil, throughAgent: Bool = false) async throws -> SessionManager {
         if let session = memo.withLock({ $0.session }) { return session }
         var configuration = SessionConfiguration(lockTimeout: options.lockTimeout)
         if let leeway { configuration.leeway = leeway }
@@ -213,7 +230,8 @@ package final class CommandContext: Sendable {
         configuration.acceptsRaisedKDFCost = options.acceptKDFCost
         let session: SessionManager
         if try selectsFileSession(options, fleetSession: fleetSession) {
-            session = try fileSession(options, key: requirement, configuration: configuration)
+            session = try (throughAgent ? agentSession(options, configuration: configuration) : nil)
+                ?? fileSession(options, key: requirement, configuration: configuration)
         } else {
             session = SessionManager(fleet: try await openFleetSessions(options), session: fleetSession ?? "", configuration: configuration)
         }
@@ -233,6 +251,20 @@ package final class CommandContext: Sendable {
         }
         try EntryValidation.checkOwner(fleetSession)
         return false
+    }
+
+    /// The vault file's session through the user's agent, when one answers and holds the vault
+    /// unlocked (in the key order, as `openEntryStorage`); nil otherwise. An agent that does not
+    /// answer is reported as a warning, and the vault is opened directly.
+    private func agentSession(_ options: VaultOptions, configuration: SessionConfiguration) throws -> SessionManager? {
+        guard let (client, directory) = try agent(for: options) else { return nil }
+        do {
+            guard try client.status().vaults.contains(where: { $0.directory == directory }) else { return nil }
+        } catch let error as VaultError where error.code == .agentUnavailable {
+            ErrorReport.note("vault: warning: \(error.message); opening the vault directly")
+            return nil
+        }
+        return try SessionManager(directory: options.directory, agent: client, configuration: configuration)
     }
 
     /// The vault file's session.
@@ -267,15 +299,16 @@ package final class CommandContext: Sendable {
         let timeout = server.requestTimeout
         guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout) }
         guard case .postgres = try options.storeSelection else {
-            return try oauth.client(for: stored, secret: try clientSecret(options), requestTimeout: timeout)
+            return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout)
         }
         let secret = try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
         return try oauth.client(for: stored, secret: secret, requestTimeout: timeout)
     }
 
-    /// The OAuth client's secret kept in the vault file, read through the store this context opened.
-    func clientSecret(_ options: VaultOptions) throws -> SecureBytes {
-        try openStore(options).secret(named: StoredClientConfiguration.secretEntry)
+    /// The OAuth client's secret kept in the vault file, read through the store this context opened
+    /// (or, when it opened none, through the agent that holds the vault).
+    func clientSecret(_ options: VaultOptions) async throws -> SecureBytes {
+        try await openEntryStorage(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
     }
 
     // MARK: What this executable links

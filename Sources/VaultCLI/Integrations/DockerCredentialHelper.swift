@@ -83,7 +83,9 @@ enum DockerCredentialHelper {
         stored.secrets["secret"] = fields.secrets["Secret"] ?? .empty
         let entry = NewEntry(name: entryName(server), secret: try stored.encoded(order: ["username", "secret"]),
                              kind: username == "<token>" ? .refreshToken : .password, label: "docker credential")
-        try context.openStore(options).put(entry, replace: true)
+        try context.entryOperation(options, throughAgent: { client, directory in
+            _ = try client.store([entry], replace: true, directory: directory)
+        }, directly: { try $0.put(entry, replace: true) })
     }
 
     /// `get`: the JSON answer for `serverURL`.
@@ -91,7 +93,9 @@ enum DockerCredentialHelper {
         let name = entryName(serverURL)
         let secret: SecureBytes
         do {
-            secret = try readSecret(named: name, options: options, context: context)
+            secret = try context.entryOperation(options, throughAgent: { client, directory in
+                try client.entry(named: name, owner: "", directory: directory).secret
+            }, directly: { try $0.secret(named: name) })
         } catch let error as VaultError where error.code == .notFound && SecretStore.exists(in: options.directory) {
             throw Failure(message: notFoundMessage)
         } catch let error as VaultError where error.code == .invalidInput {
@@ -105,22 +109,13 @@ enum DockerCredentialHelper {
         ]).appending(SecureBytes(copying: [0x0A]))
     }
 
-    /// One entry's secret: through the user's agent when it holds the vault, else from the vault itself.
-    private static func readSecret(named name: String, options: VaultOptions, context: CommandContext) throws -> SecureBytes {
-        if let (client, directory) = try context.agent(for: options) {
-            do {
-                return try client.entry(named: name, owner: "", directory: directory).secret
-            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
-                // Not held by the agent (or it died): opened directly below.
-            }
-        }
-        return try context.openStore(options).secret(named: name)
-    }
-
     /// `erase`: removes the server's credential; a missing one is docker's not-found error.
     static func erase(_ serverURL: String, options: VaultOptions, context: CommandContext) throws {
         do {
-            try context.openStore(options).remove(named: entryName(serverURL))
+            let name = entryName(serverURL)
+            try context.entryOperation(options, throughAgent: { client, directory in
+                try client.remove(named: name, owner: "", directory: directory)
+            }, directly: { try $0.remove(named: name) })
         } catch let error as VaultError where (error.code == .notFound && SecretStore.exists(in: options.directory))
             || error.code == .invalidInput {
             throw Failure(message: notFoundMessage)
@@ -130,12 +125,18 @@ enum DockerCredentialHelper {
     /// `list`: `{"SERVERURL":"USERNAME",…}` for every stored server, JSON-escaped (controls, C1,
     /// bidi and format characters as `\uXXXX`) and never terminal-escaped: it is machine output.
     static func list(options: VaultOptions, context: CommandContext) throws -> [UInt8] {
-        let pairs = try context.openStore(options).snapshot { view in
-            try view.list(owner: "").filter { $0.name.hasPrefix(namePrefix) }.map { metadata in
-                let fields = CredentialFields.parse(try view.secret(named: metadata.name, owner: ""), secretKeys: ["secret"], storedRecord: true)
-                return (String(metadata.name.dropFirst(namePrefix.count)), fields.text["username"] ?? "")
-            }
+        func pair(_ name: String, _ secret: SecureBytes) -> (String, String) {
+            (String(name.dropFirst(namePrefix.count)), CredentialFields.parse(secret, secretKeys: ["secret"], storedRecord: true).text["username"] ?? "")
         }
+        let pairs = try context.entryOperation(options, throughAgent: { client, directory in
+            let names = try client.list(directory: directory, owner: "").map(\.name).filter { $0.hasPrefix(namePrefix) }
+            guard !names.isEmpty else { return [] }
+            return try client.entries(named: names, owner: "", directory: directory).map { pair($0.metadata.name, $0.secret) }
+        }, directly: { store in
+            try store.snapshot { view in
+                try view.list(owner: "").filter { $0.name.hasPrefix(namePrefix) }.map { pair($0.name, try view.secret(named: $0.name, owner: "")) }
+            }
+        })
         var object: [String: JSONValue] = [:]
         for (server, username) in pairs { object[server] = .string(username) }
         return try JSONValue.object(object).serialized() + [0x0A]

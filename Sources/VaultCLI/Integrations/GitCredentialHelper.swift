@@ -45,18 +45,15 @@ enum GitCredentialHelper {
     /// The newest unexpired stored credential that matches `request`, with its secret.
     static func get(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws -> GitCredential? {
         guard request.protocolName != nil || request.host != nil else { return nil }
-        if let (client, directory) = try context.agent(for: options) {
-            do {
-                return try newestMatch(for: request, in: try client.list(directory: directory, owner: "")) {
-                    try client.entry(named: $0, owner: "", directory: directory).secret
-                }
-            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
-                // Not held by the agent (or it died): the vault is opened directly below.
+        return try context.entryOperation(options, throughAgent: { client, directory in
+            try newestMatch(for: request, in: try client.list(directory: directory, owner: "")) {
+                try client.entry(named: $0, owner: "", directory: directory).secret
             }
-        }
-        return try context.openStore(options).snapshot { view -> GitCredential? in
-            try newestMatch(for: request, in: view.list(owner: "")) { try view.secret(named: $0, owner: "") }
-        }
+        }, directly: { store in
+            try store.snapshot { view -> GitCredential? in
+                try newestMatch(for: request, in: view.list(owner: "")) { try view.secret(named: $0, owner: "") }
+            }
+        })
     }
 
     /// The newest unexpired entry of `entries` matching `request`, with its secret read by `secret`.
@@ -84,31 +81,34 @@ enum GitCredentialHelper {
         if let expiry = request.passwordExpiry, expiry <= Date() { return }
         let entry = NewEntry(name: request.entryName, secret: try request.storedSecret(), kind: .password,
                              label: "git credential", expiresAt: request.passwordExpiry)
-        if let (client, directory) = try context.agent(for: options) {
-            do {
-                _ = try client.store([entry], replace: true, directory: directory)
-                return
-            } catch let error as VaultError where error.code == .vaultLocked || error.code == .agentUnavailable {
-                // Opened directly below.
-            }
-        }
-        try context.openStore(options).put(entry, replace: true)
+        try context.entryOperation(options, throughAgent: { client, directory in
+            _ = try client.store([entry], replace: true, directory: directory)
+        }, directly: { try $0.put(entry, replace: true) })
     }
 
     /// Removes every stored credential matching `request` (and its password, when git sends one).
     /// A request without protocol and host removes nothing.
     static func erase(_ request: GitCredential, options: VaultOptions, context: CommandContext) throws {
         guard request.protocolName != nil || request.host != nil else { return }
-        try context.openStore(options).update { transaction in
-            for metadata in transaction.list(owner: "") {
-                guard let stored = GitCredential(entryName: metadata.name), request.matches(stored) else { continue }
-                if let password = request.password {
-                    var withSecret = stored
-                    withSecret.readSecret(try transaction.secret(named: metadata.name, owner: ""))
-                    guard withSecret.password == password else { continue }
-                }
-                try transaction.remove(named: metadata.name, owner: "")
-            }
+        /// Whether the stored credential `metadata` names is one to erase (its secret read by `secret` when git sent a password).
+        func erases(_ metadata: EntryMetadata, secret: (String) throws -> SecureBytes) throws -> Bool {
+            guard let stored = GitCredential(entryName: metadata.name), request.matches(stored) else { return false }
+            guard let password = request.password else { return true }
+            var withSecret = stored
+            withSecret.readSecret(try secret(metadata.name))
+            return withSecret.password == password
         }
+        try context.entryOperation(options, throughAgent: { client, directory in
+            let names = try client.list(directory: directory, owner: "").filter { metadata in
+                try erases(metadata) { try client.entry(named: $0, owner: "", directory: directory).secret }
+            }.map(\.name)
+            if !names.isEmpty { try client.remove(names: names, owner: "", rotatingDataKey: false, directory: directory) }
+        }, directly: { store in
+            try store.update { transaction in
+                for metadata in transaction.list(owner: "") where try erases(metadata, secret: { try transaction.secret(named: $0, owner: "") }) {
+                    try transaction.remove(named: metadata.name, owner: "")
+                }
+            }
+        })
     }
 }

@@ -204,7 +204,7 @@ import Testing
     }
 
     /// `vault unlock` with `VAULT_PINENTRY` (gpg-agent's convention): the Assuan exchange with a
-    /// pinentry program (a stand-in here, speaking the protocol as pinentry-tty does), its
+    /// pinentry program (a stand-in here, for the cases a real one cannot be made to answer: escapes, cancel), its
     /// percent-escapes decoded, and a cancelled pinentry refused.
     @Test func unlockAsksThroughPinentry() throws {
         let world = try World()
@@ -235,6 +235,55 @@ import Testing
         #expect(cancelled.stderrText.contains("cancelled"))
         let unlocked = try world.vault(["unlock"], environment: ["VAULT_PINENTRY": pinentry])
         #expect(unlocked.status == 0, "\(unlocked.stderrText)")
+        #expect(try world.vault(["get", "api"]).stdoutText == Self.secret)
+    }
+
+    /// The real `pinentry-curses` (Debian's, as gpg-agent users have it) on a pseudo-terminal: vault
+    /// tells it the terminal (`OPTION ttyname`, `ttytype`), the passphrase typed there unlocks, a
+    /// wrong one is refused (77), and the passphrase never appears on the screen.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pinentry-curses")
+                   && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func unlockAsksThroughTheRealPinentryCurses() throws {
+        let world = try World()
+        // Runs `vault unlock` on a pty, waits for the pinentry's prompt, types the line read from stdin, Enter.
+        let driver = #"""
+            import os, pty, select, sys, time
+            typed_line = sys.stdin.buffer.readline().rstrip(b"\n")
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], [sys.argv[1], "unlock"])
+            screen, typed, deadline = b"", False, time.time() + 30
+            while time.time() < deadline:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    screen += chunk
+                if not typed and b"Passphrase" in screen:
+                    time.sleep(0.2)
+                    os.write(fd, typed_line + b"\r")
+                    typed = True
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.buffer.write(b"typed=%d status=%d\n" % (typed, os.waitstatus_to_exitcode(status)))
+            sys.stdout.buffer.write(screen)
+            """#
+        let environment = world.sandbox.environment.merging(world.environment) { _, new in new }
+            .merging(["VAULT_PINENTRY": "/usr/bin/pinentry-curses", "TERM": "xterm"]) { _, new in new }
+        func unlock(typing passphrase: String) throws -> String {
+            try ExternalProcess.run("/usr/bin/python3", ["-c", driver, try CLIBinary.path()], environment: environment,
+                                    stdin: Data((passphrase + "\n").utf8), timeout: 60).stdoutText
+        }
+        let wrong = try unlock(typing: "not the passphrase")
+        #expect(wrong.hasPrefix("typed=1 status=77"), "\(wrong.prefix(40))")
+        #expect(try world.vault(["get", "api"]).status == 64)
+        let right = try unlock(typing: Self.passphrase)
+        #expect(right.hasPrefix("typed=1 status=0"), "\(right.prefix(40))")
+        #expect(right.contains("Unlocked"))
+        #expect(!right.contains(Self.passphrase), "the pinentry shows stars, never the passphrase")
         #expect(try world.vault(["get", "api"]).stdoutText == Self.secret)
     }
 

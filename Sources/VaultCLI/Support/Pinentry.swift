@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CredentialVault
 import VaultCrypto
 
@@ -9,7 +12,9 @@ enum Pinentry {
     /// The passphrase typed into the pinentry `program`.
     /// - Throws: `UsageError` when it cannot be run, was cancelled or answered nothing usable.
     static func askPassphrase(program: String, description: String) throws -> SecureBytes {
-        let commands = "SETDESC \(escaped(description))\nSETPROMPT Passphrase:\nGETPIN\nBYE\n"
+        let options = terminalOptions()
+        let commands = options.map { "OPTION \(escaped($0))\n" }.joined()
+            + "SETDESC \(escaped(description))\nSETPROMPT Passphrase:\nGETPIN\nBYE\n"
         let result = Subprocess.run([program], input: SecureBytes(copying: Array(commands.utf8)), captureOutput: true,
                                     timeout: 300)
         guard result.status != 127 else { throw UsageError("cannot run the pinentry program '\(TerminalText.escaped(program))' (VAULT_PINENTRY)") }
@@ -19,16 +24,39 @@ enum Pinentry {
             guard lines.first?.starts(with: Array("OK".utf8)) == true else {
                 throw UsageError("'\(TerminalText.escaped(program))' does not speak the pinentry protocol")
             }
-            if lines.contains(where: { $0.starts(with: Array("ERR".utf8)) }) {
-                throw UsageError("the passphrase was not given (the pinentry was cancelled)")
+            // Each command ends with one OK or ERR line, in order; GETPIN's comes after the options',
+            // SETDESC's and SETPROMPT's (an option the program does not know is its own ERR, ignored).
+            let body = Array(lines.dropFirst())
+            let ends = body.indices.filter { body[$0].starts(with: Array("OK".utf8)) || body[$0].starts(with: Array("ERR".utf8)) }
+            let getpin = options.count + 2
+            guard ends.count > getpin else { throw UsageError("the pinentry program ended without an answer") }
+            if body[ends[getpin]].starts(with: Array("ERR".utf8)) {
+                throw UsageError("the passphrase was not given (the pinentry was cancelled or failed)")
             }
-            guard let data = lines.first(where: { $0.starts(with: Array("D ".utf8)) }) else {
+            let answer = body[(ends[getpin - 1] + 1)..<ends[getpin]]
+            guard let data = answer.first(where: { $0.starts(with: Array("D ".utf8)) }) else {
                 throw UsageError("the pinentry returned no passphrase")
             }
             let passphrase = try decode(data.dropFirst(2))
             guard !passphrase.isEmpty else { throw VaultError(.invalidKey, "the passphrase is empty", fix: "type a non-empty passphrase") }
             return passphrase
         }
+    }
+
+    /// The options gpg-agent gives a pinentry so that a terminal one (pinentry-curses, -tty) finds
+    /// the terminal: `ttyname` (`$GPG_TTY`, else standard input's or error's terminal), `ttytype`
+    /// (`$TERM`) and `lc-ctype`; none of them when there is no terminal (a graphical pinentry).
+    private static func terminalOptions() -> [String] {
+        func environment(_ name: String) -> String? { KeySources.environmentValue(name) }
+        var options: [String] = []
+        if let tty = environment("GPG_TTY") ?? [0, 2].lazy.compactMap({ Glibc.ttyname($0).map { String(cString: $0) } }).first {
+            options.append("ttyname=" + tty)
+            if let term = environment("TERM"), !term.isEmpty { options.append("ttytype=" + term) }
+        }
+        if let ctype = environment("LC_ALL") ?? environment("LC_CTYPE") ?? environment("LANG"), !ctype.isEmpty {
+            options.append("lc-ctype=" + ctype)
+        }
+        return options
     }
 
     /// Assuan's escaping of a parameter: `%`, CR and LF as `%XX`.

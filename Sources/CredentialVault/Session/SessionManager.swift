@@ -26,7 +26,7 @@ public actor SessionManager {
     private let sessionLockPath: String
     var store: SecretStore?
     var refreshTask: Task<Credentials, any Error>?
-    var logger: Logger { configuration.logger }
+    package var logger: Logger { configuration.logger }
     /// Callers of `requireSignIn` waiting for a sign-in (SessionManager+RequireSignIn.swift).
     var signInWaiters: [UInt64: CheckedContinuation<User, any Error>] = [:]
     var nextWaiterID: UInt64 = 0
@@ -304,15 +304,18 @@ public actor SessionManager {
     ///     Nil uses `SessionConfiguration.localDataOnSignOut` (default `.wipe`).
     ///   - newAnonymousID: Give the guest a new anonymous id instead of the old one; the old
     ///     guest's items are then removed (a new guest is a new person on this device).
+    ///   - resetSettings: Also reset the settings to their registered defaults (as `enterGuestMode`
+    ///     does), in the same sign-out; the guest's items stay.
     /// - Returns: The credentials that were removed (to revoke them at the server), if any.
     /// - Throws: store errors; `.busy`.
     @discardableResult
-    public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false) async throws -> Credentials? {
+    public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false, resetSettings: Bool = false) async throws -> Credentials? {
         if let fleet { return try await fleet.store.removeCredentials(session: fleet.name) }
         let lock = try await sessionLock()
         defer { lock.release() }
         let removed = try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil,
                                         localData: localData ?? configuration.localDataOnSignOut)
+        if resetSettings { try profiles.update { profile in profile.settings = [:] } }
         publish(.guest(anonymousID: anonymousID ?? ""))
         return removed
     }
@@ -322,11 +325,18 @@ public actor SessionManager {
     /// - Parameter resetAnonymousID: Start over with a new anonymous id.
     /// - Returns: The anonymous id.
     public func enterGuestMode(resetAnonymousID: Bool = false) async throws -> String {
+        try await enterGuestModeSigningOut(resetAnonymousID: resetAnonymousID).anonymousID
+    }
+
+    /// `enterGuestMode`, returning also the credentials of the user it signed out (to revoke them:
+    /// `enterGuestMode(resetAnonymousID:revokingWith:)` in CredentialVaultOAuth).
+    package func enterGuestModeSigningOut(resetAnonymousID: Bool) async throws -> (anonymousID: String, removed: Credentials?) {
         try requireDeviceSession("guest mode")
         let lock = try await sessionLock()
         defer { lock.release() }
+        var removed: Credentials?
         if try profiles.load()?.user != nil {
-            try signOutLocked(newAnonymousID: false, expectedUserID: nil, localData: configuration.localDataOnSignOut)
+            removed = try signOutLocked(newAnonymousID: false, expectedUserID: nil, localData: configuration.localDataOnSignOut)
         }
         let (old, new) = try profiles.update { profile -> (String?, String) in
             let old = profile.anonymousID
@@ -342,7 +352,7 @@ public actor SessionManager {
         anonymousID = new
         logger.info("entered guest mode")
         publish(.guest(anonymousID: new))
-        return new
+        return (new, removed)
     }
 
     /// Marks onboarding finished for the signed-in user; remembered for that user across
@@ -530,7 +540,7 @@ public actor SessionManager {
         return .interrupted(startedAt: journal.startedAt)
     }
 
-    func currentCredentials() throws -> (User, Credentials) {
+    package func currentCredentials() throws -> (User, Credentials) {
         guard let user = try profiles.load()?.user else { throw VaultError(.notSignedIn, "nobody is signed in", fix: "sign in first") }
         guard let credentials = try readCredentials(owner: SessionNamespaces.user(user.id)) else {
             throw VaultError(.sessionExpired, "no credentials are stored for '\(TerminalText.escaped(user.id))'", fix: "sign in again")
@@ -542,7 +552,7 @@ public actor SessionManager {
     /// is capped at half the token's lifetime as issued, so a short-lived token is never
     /// expired at the moment it was issued: a 5 s token with the default 60 s leeway counts
     /// as valid for its first 2.5 s.
-    func isValid(_ credentials: Credentials, minTTL: Duration) -> Bool {
+    package func isValid(_ credentials: Credentials, minTTL: Duration) -> Bool {
         Self.isValid(credentials, minTTL: minTTL, leeway: configuration.leeway, now: configuration.clock())
     }
 
@@ -596,7 +606,8 @@ public actor SessionManager {
             let oldGuest = profile.anonymousID
             if let user {
                 var record = profile.returningUsers[user.id] ?? ReturningUser()
-                record.onboardingComplete = record.onboardingComplete || user.onboardingComplete
+                // Onboarding's answers are the user's local data: they go with a wipe, stay with `.keep`.
+                record.onboardingComplete = localData == .keep && (record.onboardingComplete || user.onboardingComplete)
                 record.localDataKept = localData == .keep
                 profile.returningUsers[user.id] = record
             }

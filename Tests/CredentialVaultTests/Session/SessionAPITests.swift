@@ -228,8 +228,15 @@ func eventually(within seconds: Double = 5, _ condition: @Sendable () async -> B
         let session = try fixture.session()
         try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 3600))
         try await session.saveItem(string: "fav:1", named: "favourites")
+        try await session.completeOnboarding()
         try await session.signOut(localData: .wipe)
         #expect(try fixture.store().list(owner: "user:u1").isEmpty)
+        // The onboarding answers went with the items: the returning user is onboarded again.
+        try await session.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 3600))
+        guard case .needsOnboarding = await session.restore() else {
+            Issue.record("a user whose local data was wiped comes back as onboarded")
+            return
+        }
     }
 
     @Test func aReplacedGuestsItemsAreRemovedNotOrphaned() async throws {

@@ -164,6 +164,11 @@ package struct SessionFolder {
                        configuration: SessionConfiguration(leeway: leeway, lockTimeout: .seconds(60)))
     }
 
+    /// The folder's vault, opened directly.
+    package func store() throws -> SecretStore {
+        try SecretStore.open(in: path + "/vault", key: try VaultKey.fromKeyFile(path: keyPath))
+    }
+
     package func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
 }
 

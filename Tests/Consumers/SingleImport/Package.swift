@@ -10,7 +10,10 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "SingleImport",
-            dependencies: [.product(name: "CredentialVault", package: "vault")]
+            dependencies: [.product(name: "CredentialVault", package: "vault"), "OtherCrypto"]
         ),
+        // Stands for swift-crypto in an app that imports both: its `SHA256`, `HMAC` and
+        // `SymmetricKey` must not collide with anything `import CredentialVault` brings.
+        .target(name: "OtherCrypto"),
     ]
 )

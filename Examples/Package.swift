@@ -12,7 +12,8 @@ let package = Package(
         .package(name: "vault", path: ".."),
     ],
     targets: [
-        .target(name: "ExampleSupport", dependencies: [.product(name: "CredentialVault", package: "vault")], path: "ExampleSupport"),
+        .target(name: "ExampleSupport", dependencies: [.product(name: "CredentialVault", package: "vault"),
+                                                       .product(name: "VaultCrypto", package: "vault")], path: "ExampleSupport"),
         .executableTarget(name: "AnonymousModeExample", dependencies: [.product(name: "CredentialVault", package: "vault"), "ExampleSupport"],
                           path: "AnonymousMode"),
         .executableTarget(name: "GuestSignInExample", dependencies: [.product(name: "CredentialVault", package: "vault"), "ExampleSupport"],
@@ -23,9 +24,14 @@ let package = Package(
                           path: "LaunchLoader"),
         .executableTarget(name: "OnboardingExample", dependencies: [.product(name: "CredentialVault", package: "vault"), "ExampleSupport"],
                           path: "Onboarding"),
+        // The one example with the real OAuth client, run against the real server (scripts/oauth-server).
+        .executableTarget(name: "OAuthSignInExample",
+                          dependencies: [.product(name: "CredentialVault", package: "vault"),
+                                         .product(name: "CredentialVaultOAuth", package: "vault"), "ExampleSupport"],
+                          path: "OAuthSignIn"),
         .testTarget(name: "ExamplesTests",
                     dependencies: ["AnonymousModeExample", "GuestSignInExample", "GuestPurchasesExample", "LaunchLoaderExample",
-                                   "OnboardingExample"],
+                                   "OnboardingExample", "OAuthSignInExample"],
                     path: "Tests/ExamplesTests"),
     ]
 )

@@ -2,6 +2,7 @@
 // app's sign-in screen and token endpoint, and `expect`, which makes the example exit 1
 // when the flow does not end as its article says (the tests run every example).
 import CredentialVault
+import VaultCrypto   // SecureRandom: the primitives are not re-exported by CredentialVault
 import Foundation
 
 /// A throwaway app folder: the vault directory and a random 32-byte key, removed at the end.

@@ -1,6 +1,7 @@
 // Flow 5: a UserState enum with onboarding. The app's UI switches on its own small state
 // type, built from SessionState and kept current by the session's update stream. A user who
-// finished onboarding never sees it again on this device, even after signing out and in.
+// finished onboarding and signed out keeping their local data never sees it again on this
+// device; a sign-out that wipes their data wipes the onboarding answers with it.
 import CredentialVault
 import ExampleSupport
 
@@ -38,11 +39,13 @@ let follower = Task { for await state in updates { await screen.show(UserState(s
 _ = await session.restore()
 try await session.signIn(user: User(id: "barbara"), credentials: FakeAuthorizationServer.signIn(user: "barbara"))
 try await session.completeOnboarding()
-try await session.signOut()
+try await session.signOut(localData: .keep)       // her data, onboarding answers included, stays
+try await session.signIn(user: User(id: "barbara"), credentials: FakeAuthorizationServer.signIn(user: "barbara"))
+try await session.signOut()                       // the default wipes her data, and onboarding with it
 try await session.signIn(user: User(id: "barbara"), credentials: FakeAuthorizationServer.signIn(user: "barbara"))
 
 let expected: [UserState] = [.anonymous, .onboarding(userID: "barbara"), .ready(userID: "barbara"), .anonymous,
-                             .ready(userID: "barbara")]
+                             .ready(userID: "barbara"), .anonymous, .onboarding(userID: "barbara")]
 for _ in 0..<200 where await screen.shown.count < expected.count { try await Task.sleep(for: .milliseconds(10)) }
 follower.cancel()
 Outcome.expect(await screen.shown == expected, "the UI followed: \(await screen.shown)")

@@ -67,6 +67,30 @@ import VaultCrypto
         _ = try VaultKey.fromKeyFile(path: path)
     }
 
+    @Test func aFirstLaunchMakesTheKeyFileInOneCallAndLaterLaunchesReadIt() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let path = temp.child("config/app/vault.key")
+        // Eight first launches at once: one key between them, every one of them gets it.
+        let keys = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    guard case let .keyMaterial(bytes) = try VaultKey.fromKeyFile(path: path, createIfMissing: true) else { return [] }
+                    return bytes.withUnsafeBytes { Array($0) }
+                }
+            }
+            return try await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+        }
+        #expect(Set(keys).count == 1 && keys[0].count == 32)
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect((try FileManager.default.attributesOfItem(atPath: temp.child("config/app"))[.posixPermissions] as? Int) == 0o700)
+        // An existing key file is read and checked, never replaced.
+        chmod(path, 0o644)
+        expectVaultError(.insecurePermissions) { try VaultKey.fromKeyFile(path: path, createIfMissing: true) }
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == keys[0])
+    }
+
     @Test func groupReadableKeyFileIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }

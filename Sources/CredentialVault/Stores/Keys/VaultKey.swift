@@ -26,6 +26,23 @@ public enum VaultKey: Sendable, CustomStringConvertible {
         return .keyMaterial(SecureBytes(copying: bytes))
     }
 
+    /// The key in the key file at `path`, made first when there is none (an app's first launch, in
+    /// one call): a new random key, mode 0600, its missing folders made 0700. Two processes
+    /// launching at once make one key between them (the file is created exclusively; the one that
+    /// loses reads the winner's). An existing file is read and checked as by `fromKeyFile(path:)`,
+    /// never replaced.
+    /// - Throws: as `fromKeyFile(path:)` and `generateKeyFile(path:createMissingFolders:)`.
+    public static func fromKeyFile(path: String, createIfMissing: Bool) throws -> VaultKey {
+        if createIfMissing, !SecureFileSystem.exists(path) {
+            do {
+                try generateKeyFile(path: path, createMissingFolders: true)
+            } catch let error as VaultError where error.code == .alreadyExists {
+                // Another process made it between the check and ours: read theirs.
+            }
+        }
+        return try fromKeyFile(path: path)
+    }
+
     /// Writes a new random 32-byte key file with mode 0600; refuses to overwrite.
     /// - Parameters:
     ///   - path: where to write it.

@@ -86,13 +86,13 @@ struct CLIAgainstServerTests {
         #expect(signin.stderr.contains("To sign in, open http://127.0.0.1:"))
         #expect(String(decoding: signin.stdout, as: UTF8.self).contains("draft"))   // moved from the guest
 
-        // A valid token: printed with no call to the server (the stored token endpoint is made unreachable).
+        // A valid token: printed without consulting the client at all (a forged client configuration
+        // in the profile, which any use of the client would refuse as tampered, is not even read).
         let profilePath = folder.path + "/vault/profile.json"
         let original = try Data(contentsOf: URL(fileURLWithPath: profilePath))
-        let deadProfile = String(decoding: original, as: UTF8.self)
-            .replacingOccurrences(of: #""clientId""#, with: #""tokenEndpoint":"http://127.0.0.1:9/t","clientId""#)
-            .replacingOccurrences(of: #""issuer""#, with: #""unusedIssuer""#)
-        try Data(deadProfile.utf8).write(to: URL(fileURLWithPath: profilePath))
+        var forged = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+        forged["oauthClient"] = ["clientId": "x", "tokenEndpoint": "http://127.0.0.1:9/t"]
+        try JSONSerialization.data(withJSONObject: forged).write(to: URL(fileURLWithPath: profilePath))
         let token = try vault(["token", "--leeway", "0s"], folder: folder)
         #expect(token.status == 0, "\(token.stderr)")
         #expect(!token.stdout.isEmpty)
@@ -138,7 +138,7 @@ struct CLIAgainstServerTests {
                                "--auth", "basic", "--grant", "client_credentials", "--scope", "read"],
                               folder: folder, input: Data(secretText.utf8))
         #expect(store.status == 0, "\(store.stderr)")
-        let profile = try String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)
+        let profile = (try? String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)) ?? ""
         #expect(!profile.contains(secretText.trimmingCharacters(in: .whitespacesAndNewlines)))
         let token = try vault(["token", "--leeway", "0s"], folder: folder)
         #expect(token.status == 0, "\(token.stderr)")

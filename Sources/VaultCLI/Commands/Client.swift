@@ -15,8 +15,10 @@ extension VaultCommand {
             commandName: "client",
             abstract: "Store the OAuth client configuration (issuer, client id, endpoints; a secret goes into the vault).",
             discussion: """
-                The issuer, client id, scopes and endpoints are kept in the plain profile; a client secret is \
-                read from standard input or --secret-file (never from an argument) and kept in the vault. \
+                The issuer, client id, scopes, endpoints and CA bundle (with its SHA-256) are sealed in the vault, \
+                since they decide where tokens are sent; a client secret is read from standard input or \
+                --secret-file (never from an argument) and kept in the vault too. A configuration that an earlier \
+                version kept in the plain profile is refused until 'vault client --seal' shows it and seals it. \
                 With --grant client_credentials, 'vault token' fetches a token for the client itself when the \
                 stored one is missing or expired (daemons). 'vault client --remove' forgets the configuration.
                 """
@@ -39,6 +41,9 @@ extension VaultCommand {
         @Flag(help: "Forget the stored configuration and secret.")
         var remove = false
 
+        @Flag(help: "Seal the configuration an earlier version kept in the plain profile, after showing it (check it first).")
+        var seal = false
+
         func validate() throws {
             if grant == .clientCredentials, auth == .none {
                 throw ValidationError("the client_credentials grant needs a confidential client: --auth basic or post")
@@ -49,7 +54,7 @@ extension VaultCommand {
             let onPostgres = try options.storeSelection != .file
             if remove, onPostgres {
                 let store = try await context.openFleetSessions(options)
-                for name in [StoredClientConfiguration.fleetEntry, StoredClientConfiguration.secretEntry] {
+                for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry] {
                     do {
                         try await store.removeEntry(named: name, owner: "")
                     } catch VaultError.Code.notFound {
@@ -59,18 +64,19 @@ extension VaultCommand {
                 return ErrorReport.note("Forgot the OAuth client configuration.")
             }
             if remove {
-                try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).update { profile in
-                    profile.extra[StoredClientConfiguration.profileKey] = nil
-                }
+                try StoredClientConfiguration.removeProfileCopy(options)
                 if SecretStore.exists(in: options.directory) {
-                    let store = try context.openStore(options)
-                    if (try? store.metadata(named: StoredClientConfiguration.secretEntry)) != nil {
-                        try store.remove(named: StoredClientConfiguration.secretEntry)
+                    try context.openStore(options).update { transaction in
+                        for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry]
+                        where transaction.metadata(named: name, owner: "") != nil {
+                            try transaction.remove(named: name, owner: "")
+                        }
                     }
                 }
                 ErrorReport.note("Forgot the OAuth client configuration.")
                 return
             }
+            if seal { return try await sealProfileCopy(context) }
             let stored = try client.stored(authMethod: auth, grant: grant)
             let described = "'\(stored.clientID)' (\(auth.rawValue), \(grant.rawValue))"
             var secret: SecureBytes?
@@ -92,12 +98,30 @@ extension VaultCommand {
                 try await stored.save(to: try await context.openFleetSessions(options), secret: secret)
                 return ErrorReport.note("Stored the OAuth client \(described) in the PostgreSQL store.")
             }
-            if let secret {
-                _ = try context.openOrCreateStore(options)
-                    .put(NewEntry(name: StoredClientConfiguration.secretEntry, secret: secret, transferable: false), replace: true)
-            }
-            try stored.save(options)
+            try await stored.save(to: try context.openOrCreateStore(options), secret: secret)
+            try StoredClientConfiguration.removeProfileCopy(options)
             ErrorReport.note("Stored the OAuth client \(described).")
+        }
+
+        /// `--seal`: shows the profile's unsealed copy (none of it is secret) and seals it in the vault.
+        private func sealProfileCopy(_ context: CommandContext) async throws {
+            guard try options.storeSelection == .file else { throw UsageError("--seal is for the vault file's profile") }
+            guard let copy = try StoredClientConfiguration.profileCopy(options) else {
+                throw VaultError(.notFound, "profile.json holds no OAuth client configuration to seal", path: options.directory)
+            }
+            let shown: [(String, String)] = [("client id", copy.clientID), ("issuer", copy.issuer ?? "-"),
+                                             ("token endpoint", copy.tokenEndpoint ?? "(discovered)"),
+                                             ("revocation endpoint", copy.revocationEndpoint ?? "(discovered)"),
+                                             ("device endpoint", copy.deviceEndpoint ?? "(discovered)"),
+                                             ("authentication", copy.authMethod.rawValue), ("grant", copy.grant.rawValue),
+                                             ("CA bundle", copy.caBundle ?? "-")]
+            ErrorReport.note("Sealing this OAuth client configuration from profile.json:\n"
+                             + shown.map { "  \($0): \(TerminalText.escaped($1))" }.joined(separator: "\n"))
+            var sealed = copy
+            sealed.caBundleSHA256 = try copy.caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:))
+            try await sealed.save(to: try context.openStore(options), secret: nil)
+            try StoredClientConfiguration.removeProfileCopy(options)
+            ErrorReport.note("Sealed it in the vault; profile.json no longer holds it.")
         }
     }
 }

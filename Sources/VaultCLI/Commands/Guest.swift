@@ -26,12 +26,10 @@ extension VaultCommand {
             // Someone signed in: signed out first, and the removed tokens revoked with the stored
             // client (as 'vault signout' does), before the guest starts over.
             if let user = state.user {
-                let stored = try? StoredClientConfiguration.load(options)
+                let stored = await TokenRevocation.storedClient(options, context: context)
                 let removed = try await session.signOut()
                 ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
-                if let removed, let stored {
-                    await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options, server) }
-                }
+                await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context)
             }
             let anonymousID = try await session.enterGuestMode(resetAnonymousID: reset)
             try StandardIO.printOutput(anonymousID + "\n")

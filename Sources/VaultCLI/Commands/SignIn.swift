@@ -67,7 +67,8 @@ extension VaultCommand {
                 let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, server: server, userID: userID,
                                                                              context: context)
                 try await finish(user: user, credentials: credentials, context: context)
-                try client.save(options)
+                try await client.save(to: try await context.openStorage(options), secret: nil)
+                try StoredClientConfiguration.removeProfileCopy(options)
                 return
             }
             guard let userID = userID ?? (onFleet ? session : nil) else {

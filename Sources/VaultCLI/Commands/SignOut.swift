@@ -32,12 +32,10 @@ extension VaultCommand {
             // With a client stored, the tokens are revoked after the wipe (this runs in vault-oauth
             // when it is installed; without it the wipe still happens, and the revocation is reported failed).
             let session = try await context.session(options, fleetSession: fleetSession, key: .whenVaultExists)
-            let stored = try? await context.storedClient(options)
+            let stored = await TokenRevocation.storedClient(options, context: context)
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
-            if let removed, let stored {
-                await TokenRevocation.revoke(removed) { try await context.oauthClient(for: stored, options, server) }
-            }
+            await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context)
             if let fleetSession {
                 return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
             }

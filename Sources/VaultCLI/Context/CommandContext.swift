@@ -284,10 +284,16 @@ package final class CommandContext: Sendable {
         }
     }
 
-    /// The stored OAuth client configuration: in the profile for the vault file, in the store
-    /// itself on PostgreSQL (shared by the fleet).
+    /// The stored OAuth client configuration, sealed in the store (the vault file, read through the
+    /// agent when it holds it; or PostgreSQL, shared by the fleet).
+    /// - Throws: `.tampered` when the profile holds a copy that is not sealed or differs from the sealed one.
     func storedClient(_ options: VaultOptions) async throws -> StoredClientConfiguration? {
-        guard case .postgres = try options.storeSelection else { return try StoredClientConfiguration.load(options) }
+        guard case .postgres = try options.storeSelection else {
+            let copy = try StoredClientConfiguration.profileCopy(options)
+            let sealed = SecretStore.exists(in: options.directory)
+                ? try await StoredClientConfiguration.load(from: try await openEntryStorage(options)) : nil
+            return try StoredClientConfiguration.checked(sealed: sealed, profileCopy: copy)
+        }
         return try await StoredClientConfiguration.load(from: try await openFleetSessions(options))
     }
 
@@ -296,6 +302,7 @@ package final class CommandContext: Sendable {
     /// - Parameter server: the command's `--request-timeout`.
     func oauthClient(for stored: StoredClientConfiguration, _ options: VaultOptions, _ server: ServerOptions) async throws -> any CommandOAuthClient {
         let oauth = try requireOAuth()
+        try stored.checkCABundle()
         let timeout = server.requestTimeout
         guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout) }
         guard case .postgres = try options.storeSelection else {

@@ -31,11 +31,11 @@ struct ClientOptions: ParsableArguments {
         guard issuer != nil || tokenEndpoint != nil else {
             throw UsageError("give --issuer (or at least --token-endpoint)")
         }
-        let caBundle = caBundle.map { PathText.expandingTilde($0) }
+        let caBundle = caBundle.map { PathText.expandingTilde($0) }.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
         return StoredClientConfiguration(
             issuer: issuer, clientID: clientID, authMethod: authMethod, grant: grant,
             scopes: scopes.flatMap { $0.split(separator: " ").map(String.init) },
             tokenEndpoint: tokenEndpoint, revocationEndpoint: revocationEndpoint, deviceEndpoint: deviceEndpoint,
-            caBundle: caBundle.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 })
+            caBundle: caBundle, caBundleSHA256: try caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:)))
     }
 }

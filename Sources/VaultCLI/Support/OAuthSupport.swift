@@ -2,15 +2,20 @@ import CredentialVault
 import FoundationEssentials
 import VaultCrypto
 
-/// The OAuth client configuration the CLI keeps: issuer, client id, endpoints, scopes and
-/// grant in the plain profile (top-level key "oauthClient"), the client secret (if any) in
-/// the vault as the entry `session.oauth-client-secret`. On a PostgreSQL store (shared by a fleet)
-/// there is no profile: the configuration is the entry `session.oauth-client` (its JSON, sealed like
-/// every entry) beside the secret's.
+/// The OAuth client configuration the CLI keeps: everything that decides where a token or the
+/// client secret is sent and whom to trust (issuer, client id, endpoints, authentication method,
+/// scopes, grant, the CA bundle's path and SHA-256) is sealed in the vault, as the entry
+/// `session.oauth-client` (its JSON, authenticated by the vault's key like every entry), beside
+/// the client secret's entry `session.oauth-client-secret`; the same on a PostgreSQL store.
+///
+/// Versions before this one kept the configuration in the plain profile (top-level key
+/// "oauthClient"), where anyone who can write the file could redirect the tokens. Such a copy is
+/// never adopted silently: it is refused (65) until `vault client --seal` seals it, and a profile
+/// copy that differs from the sealed one is refused as tampered.
 package struct StoredClientConfiguration: Equatable, Sendable {
     static let profileKey = "oauthClient"
     static let secretEntry = "session.oauth-client-secret"
-    static let fleetEntry = "session.oauth-client"
+    static let sealedEntry = "session.oauth-client"
 
     package var issuer: String?
     package var clientID: String
@@ -23,6 +28,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
     package var revocationEndpoint: String?
     package var deviceEndpoint: String?
     package var caBundle: String?
+    /// The SHA-256 of the CA bundle's contents when it was stored (hex): a changed bundle is refused.
+    package var caBundleSHA256: String?
 
     /// The JSON object kept in the profile (or a fleet's store): the RFC spellings of the method and grant.
     var jsonValue: JSONValue {
@@ -30,13 +37,14 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                                            "grant": .string(grant.rawValue), "scopes": .array(scopes.map(JSONValue.string))]
         let optional: [(String, String?)] = [("issuer", issuer), ("tokenEndpoint", tokenEndpoint),
                                              ("revocationEndpoint", revocationEndpoint), ("deviceEndpoint", deviceEndpoint),
-                                             ("caBundle", caBundle)]
+                                             ("caBundle", caBundle), ("caBundleSha256", caBundleSHA256)]
         for case let (key, value?) in optional { object[key] = .string(value) }
         return .object(object)
     }
 
     init(issuer: String?, clientID: String, authMethod: ClientAuthMethod = .none, grant: ClientGrant = .refreshToken, scopes: [String] = [],
-         tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil, caBundle: String? = nil) {
+         tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil, caBundle: String? = nil,
+         caBundleSHA256: String? = nil) {
         self.issuer = issuer
         self.clientID = clientID
         self.authMethod = authMethod
@@ -46,6 +54,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         self.revocationEndpoint = revocationEndpoint
         self.deviceEndpoint = deviceEndpoint
         self.caBundle = caBundle
+        self.caBundleSHA256 = caBundleSHA256
     }
 
     /// Reads a stored configuration. - Throws: `.invalidInput` for a method or grant this version does not know.
@@ -65,27 +74,64 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                   scopes: members["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                   tokenEndpoint: members["tokenEndpoint"]?.stringValue,
                   revocationEndpoint: members["revocationEndpoint"]?.stringValue,
-                  deviceEndpoint: members["deviceEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue)
+                  deviceEndpoint: members["deviceEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue,
+                  caBundleSHA256: members["caBundleSha256"]?.stringValue)
     }
 
-    /// The stored configuration, if any.
-    static func load(_ options: VaultOptions) throws -> StoredClientConfiguration? {
+    /// The copy an earlier version kept in the plain profile, if any (never used as it is).
+    static func profileCopy(_ options: VaultOptions) throws -> StoredClientConfiguration? {
         try StoredClientConfiguration(try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).load()?.extra[profileKey])
     }
 
-    /// Saves it in the profile (the secret is saved separately, in the vault).
-    func save(_ options: VaultOptions) throws {
-        let value = jsonValue
-        try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).update { profile in
-            profile.extra[Self.profileKey] = value
+    /// Removes the profile's copy (once the configuration is sealed, or forgotten).
+    static func removeProfileCopy(_ options: VaultOptions) throws {
+        let profiles = ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout)
+        guard try profiles.load()?.extra[profileKey] != nil else { return }
+        try profiles.update { profile in profile.extra[profileKey] = nil }
+    }
+
+    /// The sealed configuration checked against a profile copy: a copy that is not sealed, or that
+    /// differs from the sealed one, is refused (nothing is sent anywhere on its word).
+    static func checked(sealed: StoredClientConfiguration?, profileCopy: StoredClientConfiguration?) throws -> StoredClientConfiguration? {
+        switch (sealed, profileCopy) {
+        case (nil, nil):
+            return nil
+        case (nil, _?):
+            throw VaultError(.tampered, "profile.json holds an OAuth client configuration that the vault does not seal (written by an "
+                             + "earlier version, or by someone who can write the profile); it decides where tokens are sent, so it is not used",
+                             fix: "check the issuer and endpoints it names ('vault client --seal' shows them), then seal it with "
+                                + "'vault client --seal', or store the client again with 'vault client'")
+        case let (sealed?, copy?) where copy != sealed:
+            throw VaultError(.tampered, "the OAuth client configuration in profile.json differs from the one sealed in the vault; "
+                             + "nothing was sent", fix: "store the client again with 'vault client', or remove the profile's \"oauthClient\"")
+        case let (sealed?, _):
+            return sealed
         }
     }
 
-    /// The configuration kept in a fleet's store, if any.
+    /// The SHA-256 (hex) of a CA bundle's contents.
+    static func fingerprint(ofBundle path: String) throws -> String {
+        try SHA256.hash(try SecureFileSystem.readInputFile(path, maxBytes: 16 << 20)).hexString
+    }
+
+    /// Refuses a CA bundle whose contents changed since the configuration was stored.
+    func checkCABundle() throws {
+        guard let caBundle else { return }
+        guard let expected = caBundleSHA256 else {
+            throw VaultError(.tampered, "the stored CA bundle has no recorded fingerprint", path: caBundle,
+                             fix: "store the client again with 'vault client --ca-bundle'")
+        }
+        guard try Self.fingerprint(ofBundle: caBundle) == expected else {
+            throw VaultError(.tampered, "the CA bundle changed since the OAuth client was stored; it decides which servers are trusted",
+                             path: caBundle, fix: "if the change is yours, store the client again with 'vault client --ca-bundle'")
+        }
+    }
+
+    /// The configuration sealed in a store (the vault file or PostgreSQL), if any.
     static func load(from store: any SecretStorage) async throws -> StoredClientConfiguration? {
         let entry: VaultEntry
         do {
-            entry = try await store.readEntry(named: fleetEntry, owner: "")
+            entry = try await store.readEntry(named: sealedEntry, owner: "")
         } catch let error as VaultError where error.code == .notFound {
             return nil
         }
@@ -93,9 +139,9 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         return try StoredClientConfiguration(try JSONValue(parsing: json))
     }
 
-    /// Saves it in a fleet's store, with the client secret when there is one, in one transaction.
+    /// Seals it in a store, with the client secret when there is one, in one transaction.
     func save(to store: any SecretStorage, secret: SecureBytes?) async throws {
-        var entries = [NewEntry(name: Self.fleetEntry, secret: SecureBytes(copying: try jsonValue.serialized()), transferable: false)]
+        var entries = [NewEntry(name: Self.sealedEntry, secret: SecureBytes(copying: try jsonValue.serialized()), transferable: false)]
         if let secret { entries.append(NewEntry(name: Self.secretEntry, secret: secret, transferable: false)) }
         _ = try await store.storeEntries(entries, replace: true)
     }

@@ -1,0 +1,98 @@
+import CredentialVault
+import Foundation
+import OAuthServerSupport
+import Testing
+import VaultCrypto
+
+/// What decides where tokens and the client secret go is sealed in the vault: an edited profile
+/// cannot redirect them, an unsealed copy from an earlier version is refused until `vault client
+/// --seal` shows and seals it, and a CA bundle that changed is refused. Against the real server.
+@Suite("The OAuth client configuration is sealed in the vault", .enabled(if: OAuthServer.shouldRun))
+struct SealedClientTests {
+    /// A folder with a confidential client stored and a session whose access token expires in 1 s.
+    func signedIn(_ server: OAuthServer, extra: [String] = []) throws -> SessionFolder {
+        let folder = try SessionFolder()
+        #expect(try vault(["init"], folder: folder).status == 0)
+        let client = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("confidential_client_id"),
+                                "--auth", "basic", "--secret-file", try server.string("confidential_secret_file")] + extra, folder: folder)
+        #expect(client.status == 0, "\(client.stderr)")
+        var response = try #require(try JSONSerialization.jsonObject(with: Data(try server.script(["password-grant", server.directory, "read"])))
+                                    as? [String: Any])
+        response["expires_in"] = 1
+        let signin = try vault(["signin", "--user-id", "alice"], folder: folder, input: try JSONSerialization.data(withJSONObject: response))
+        #expect(signin.status == 0, "\(signin.stderr)")
+        return folder
+    }
+
+    func editProfile(_ folder: SessionFolder, _ change: (inout [String: Any]) -> Void) throws {
+        let path = folder.path + "/vault/profile.json"
+        var profile = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        change(&profile)
+        try JSONSerialization.data(withJSONObject: profile).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("the profile no longer holds the configuration, and an edited copy there is refused before anything is sent")
+    func anEditedProfileCannotRedirectTheTokens() throws {
+        let server = try OAuthServer.require()
+        let folder = try signedIn(server)
+        defer { folder.cleanUp() }
+        let profile = try String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)
+        #expect(!profile.contains("oauthClient"), "sealed in the vault, not in the plain profile")
+        // The attacker's endpoint: a port nobody listens on. Trying it would be "unreachable" (69).
+        try editProfile(folder) { profile in
+            profile["oauthClient"] = ["clientId": try? server.string("confidential_client_id"), "authMethod": "client_secret_basic",
+                                      "issuer": try? server.issuer.absoluteString, "tokenEndpoint": "http://127.0.0.1:9/steal"]
+        }
+        for command in [["refresh"], ["token", "--leeway", "0s", "--min-ttl", "1h"]] {
+            let run = try vault(command, folder: folder)
+            #expect(run.status == 65, "\(command): \(run.stderr)")
+            #expect(run.stderr.contains("differs from the one sealed"), "\(command): \(run.stderr)")
+        }
+        // Removing the forged copy is enough: the sealed configuration still works.
+        try editProfile(folder) { $0["oauthClient"] = nil }
+        let refresh = try vault(["refresh"], folder: folder)
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        // A sign-out with a forged copy still wipes locally, and says the tokens were not revoked, and why.
+        try editProfile(folder) { profile in profile["oauthClient"] = ["clientId": "x", "revocationEndpoint": "http://127.0.0.1:9/steal"] }
+        let signout = try vault(["signout"], folder: folder)
+        #expect(signout.status == 0, "\(signout.stderr)")
+        #expect(signout.stderr.contains("not revoked") && signout.stderr.contains("differs from the one sealed"), "\(signout.stderr)")
+    }
+
+    @Test("an unsealed configuration written by an earlier version is refused until 'vault client --seal' shows and seals it")
+    func anUnsealedProfileCopyNeedsAnExplicitSeal() throws {
+        let server = try OAuthServer.require()
+        let folder = try signedIn(server)
+        defer { folder.cleanUp() }
+        // What an earlier version left: the configuration in the profile only.
+        let legacy: [String: Any] = ["clientId": try server.string("confidential_client_id"), "authMethod": "client_secret_basic",
+                                     "grant": "refresh_token", "issuer": try server.issuer.absoluteString, "scopes": [String]()]
+        #expect(try vault(["client", "--remove"], folder: folder).status == 0)
+        let secret = try String(contentsOfFile: try server.string("confidential_secret_file"), encoding: .utf8)
+        #expect(try vault(["add", "session.oauth-client-secret"], folder: folder, input: Data(secret.utf8)).status == 0)
+        try editProfile(folder) { $0["oauthClient"] = legacy }
+        let refused = try vault(["refresh"], folder: folder)
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not seal"), "\(refused.stderr)")
+        let seal = try vault(["client", "--seal"], folder: folder)
+        #expect(seal.status == 0, "\(seal.stderr)")
+        #expect(seal.stderr.contains(try server.issuer.absoluteString), "it shows what it seals: \(seal.stderr)")
+        let refresh = try vault(["refresh"], folder: folder)
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+    }
+
+    @Test("a CA bundle whose contents changed since 'vault client --ca-bundle' is refused")
+    func aChangedCABundleIsRefused() throws {
+        let server = try OAuthServer.require()
+        let bundleFolder = try SessionFolder()
+        defer { bundleFolder.cleanUp() }
+        let bundle = bundleFolder.path + "/ca.pem"
+        try Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: bundle))
+        let folder = try signedIn(server, extra: ["--ca-bundle", bundle])
+        defer { folder.cleanUp() }
+        try Data("-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: bundle))
+        let refused = try vault(["refresh"], folder: folder)
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("CA bundle changed"), "\(refused.stderr)")
+    }
+}

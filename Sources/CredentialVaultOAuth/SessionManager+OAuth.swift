@@ -86,6 +86,24 @@ extension SessionManager {
         return GuestModeReport(anonymousID: anonymousID, revocation: await revokeRemoved(removed, client: client))
     }
 
+    /// Ends the sessions of a vault whose profile is missing (`SessionUnavailable.Reason.profileMissing`),
+    /// revoking each user's tokens through `client` first; tokens whose revocation fails are kept
+    /// for a later try, as at sign-out.
+    /// - Returns: what the server did, per user id whose session ended (empty when the profile
+    ///   exists or the vault holds no session).
+    /// - Throws: the store's errors (nothing is removed then).
+    public func recoverFromMissingProfile(revokingWith client: OAuthClient) async throws -> [String: RevocationReport] {
+        var reports: [String: RevocationReport] = [:]
+        var failed: [(Credentials, RevocationReport)] = []
+        _ = try await recoverFromMissingProfile { userID, credentials in
+            let report = await client.revokeAll(credentials)
+            reports[userID] = report
+            if case .failed = report.outcome { failed.append((credentials, report)) }
+        }
+        for (credentials, report) in failed { _ = await keepFailedRevocations(of: credentials, report: report, client: client) }
+        return reports
+    }
+
     /// Tries again to revoke the tokens whose revocation failed before and that belong to `client`'s
     /// server and id; each one revoked is forgotten, the others wait for the next try.
     /// - Returns: what the server did (`.nothingToRevoke` when none was waiting).
@@ -121,7 +139,12 @@ extension SessionManager {
             await retryPendingRevocations(client: client)
             return report
         }
-        let tokens = [(removed.refreshToken, "refresh_token"), (Optional(removed.accessToken), "access_token")]
+        return await keepFailedRevocations(of: removed, report: report, client: client)
+    }
+
+    /// Keeps the tokens of `credentials` that `report` does not list as revoked; returns `report`.
+    private func keepFailedRevocations(of credentials: Credentials, report: RevocationReport, client: OAuthClient) async -> RevocationReport {
+        let tokens = [(credentials.refreshToken, "refresh_token"), (Optional(credentials.accessToken), "access_token")]
         let failed = tokens.compactMap { token, hint in token.map { (token: $0, hint: hint) } }.filter { !report.revoked.contains($0.hint) }
         do {
             try await keepForRevocation(failed, server: client.revocationServer, clientID: client.configuration.clientID)

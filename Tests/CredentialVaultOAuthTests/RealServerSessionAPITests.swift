@@ -61,6 +61,24 @@ struct RealServerSessionAPITests {
         #expect(try folder.store().list(owner: "revocation:pending").isEmpty)
     }
 
+    @Test("recoverFromMissingProfile(revokingWith:): the dropped session's tokens are revoked at the server, then removed")
+    func missingProfileRecoveryRevokes() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        let (_, initial) = try await aliceSignedIn(server, folder)
+        try FileManager.default.removeItem(atPath: folder.path + "/vault/profile.json")
+        let session = try folder.session()
+        guard case .unavailable = await session.restore() else { Issue.record("expected unavailable"); return }
+        let client = try server.confidentialClient()
+        defer { Task { try? await client.shutdown() } }
+        let reports = try await session.recoverFromMissingProfile(revokingWith: client)
+        #expect(reports.keys.sorted() == ["alice"])
+        #expect(reports["alice"]?.succeeded == true)
+        #expect(try server.records(of: try #require(initial.refreshToken)).revoked)
+        #expect(await session.restore().name == "guest")
+    }
+
     @Test("at most 16 tokens wait, the oldest go first, and none older than 30 days is kept")
     func pendingRevocationsAreBounded() async throws {
         let server = try OAuthServer.require()

@@ -81,6 +81,31 @@ struct SealedClientTests {
         #expect(refresh.status == 0, "\(refresh.stderr)")
     }
 
+    @Test("profile.json gone while alice is signed in: exit 65 naming the recovery; 'vault signout --recover' revokes with the sealed client, then ends it")
+    func aMissingProfileIsRecoveredWithRevocation() throws {
+        let server = try OAuthServer.require()
+        let folder = try signedIn(server)
+        defer { folder.cleanUp() }
+        let refreshToken = try #require(try folder.store().snapshot { view in
+            try view.secret(named: "session.refresh-token", owner: "user:alice")
+        })
+        try FileManager.default.removeItem(atPath: folder.path + "/vault/profile.json")
+        let status = try vault(["status", "--json"], folder: folder)
+        #expect(status.status == 65, "\(status.stderr)")
+        #expect(String(decoding: status.stdout, as: UTF8.self).contains("profileMissing"), "\(status.stderr)")
+        let token = try vault(["token"], folder: folder)
+        #expect(token.status == 65 && token.stderr.contains("vault signout --recover"), "\(token.stderr)")
+        #expect(try !server.records(of: refreshToken).revoked, "nothing was changed or revoked yet")
+
+        let recover = try vault(["signout", "--recover"], folder: folder)
+        #expect(recover.status == 0, "\(recover.stderr)")
+        #expect(recover.stderr.contains("Ending the session of 'alice'") && recover.stderr.contains("revoked"), "\(recover.stderr)")
+        #expect(try server.records(of: refreshToken).revoked, "revoked at the server before it was dropped")
+        let after = try vault(["status", "--json"], folder: folder)
+        #expect(after.status == 0 && String(decoding: after.stdout, as: UTF8.self).contains("\"guest\""), "\(after.stderr)")
+        #expect(try vault(["signout", "--recover"], folder: folder).stderr.contains("Nothing to recover"))
+    }
+
     @Test("a CA bundle whose contents changed since 'vault client --ca-bundle' is refused")
     func aChangedCABundleIsRefused() throws {
         let server = try OAuthServer.require()

@@ -91,6 +91,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case kdfCostRaised
         /// Another process held a lock (the error's path) past the timeout.
         case busy
+        /// The vault holds a signed-in session but `profile.json` is missing.
+        case profileMissing
     }
 
     /// Creates an error. Never put secret bytes in any field.

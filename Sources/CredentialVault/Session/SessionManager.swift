@@ -172,7 +172,8 @@ public actor SessionManager {
         throw SessionUnavailable(reason: .profileMissing, error: VaultError(
             .corrupt, "the vault holds the session of \(users.count == 1 ? "a signed-in user" : "\(users.count) users") but the profile "
                 + "(profile.json) that names them is missing; nothing was changed",
-            path: directory, fix: "restore profile.json from a backup, or end the session on purpose (it is revoked then)"))
+            path: directory, fix: "restore profile.json from a backup, or end the session on purpose (it is revoked then)",
+            topic: .profileMissing))
     }
 
     /// The user namespaces that hold session credentials, among `entries`.

@@ -13,7 +13,10 @@ extension VaultCommand {
                 with the same passphrase or key file. To make old copies unreadable, destroy the key file \
                 ('vault wipe --destroy-key-file'). When an OAuth client is stored and the server has a revocation endpoint, the refresh and access \
                 tokens are revoked (RFC 7009) after the local wipe; a failed revocation never undoes or blocks \
-                the wipe, and is reported on standard error (the exit status stays 0).
+                the wipe, and is reported on standard error (the exit status stays 0). \
+                With --recover, a vault whose profile.json is missing while it holds a signed-in session \
+                (status "profileMissing", exit 65) has those sessions ended on purpose: each user's tokens are \
+                revoked with the client sealed in the vault first, then removed, and the app starts as a guest.
                 """
         )
 
@@ -22,6 +25,9 @@ extension VaultCommand {
 
         @Flag(name: .customLong("new-anonymous-id"), help: "Give the guest a new anonymous id instead of the old one.")
         var newAnonymousID = false
+
+        @Flag(help: "profile.json is missing but the vault holds a session: end it on purpose (revoked first).")
+        var recover = false
 
         @Option(name: .customLong("session"), help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var fleetSession: String?
@@ -33,6 +39,7 @@ extension VaultCommand {
             // when it is installed; without it the wipe still happens, and the revocation is reported failed).
             let session = try await context.session(options, fleetSession: fleetSession, key: .whenVaultExists)
             let stored = await TokenRevocation.storedClient(options, context: context)
+            if recover { return try await recoverMissingProfile(session, stored: stored, context: context) }
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
             await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context)
@@ -40,6 +47,21 @@ extension VaultCommand {
                 return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
             }
             ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
+            try StandardIO.printOutput((await session.anonymousID ?? "") + "\n")
+        }
+
+        /// `--recover`: ends the sessions of a vault whose profile is missing, each revoked first.
+        private func recoverMissingProfile(_ session: SessionManager, stored: Result<StoredClientConfiguration?, VaultError>,
+                                           context: CommandContext) async throws {
+            guard fleetSession == nil else { throw UsageError("--recover is for the vault file's session") }
+            let ended = try await session.recoverFromMissingProfile { userID, credentials in
+                ErrorReport.note("Ending the session of '\(TerminalText.escaped(userID))'.")
+                await TokenRevocation.revoke(credentials, stored: stored, options: options, server: server, context: context)
+            }
+            guard !ended.isEmpty else {
+                return ErrorReport.note("Nothing to recover: the profile exists, or the vault holds no session.")
+            }
+            ErrorReport.note("Ended \(ended.count) session\(ended.count == 1 ? "" : "s"); a new guest starts.")
             try StandardIO.printOutput((await session.anonymousID ?? "") + "\n")
         }
     }

@@ -20,6 +20,7 @@ enum CommandHints {
         case .needsKeyFile?: "give the key file with --key-file or VAULT_KEY_FILE"
         case .keyFileMalformed?: "create one with 'vault keygen FILE'"
         case .alreadySignedIn?: "sign out first ('vault signout')"
+        case .profileMissing?: "restore profile.json from a backup, or end the session on purpose with 'vault signout --recover' (it revokes the tokens first)"
         case .kdfCostRaised?: "if the vault's key was changed on purpose elsewhere with a higher cost, run the command again with --accept-kdf-cost"
         case .rollback?: "put the newest copy back; if you restored this backup on purpose, run the command again with --accept-rollback"
         case .busy?: error.path.map { "wait and try again, or find the process holding it: fuser -v \(VaultError.shellQuoted($0))" }

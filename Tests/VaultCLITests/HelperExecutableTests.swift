@@ -136,4 +136,59 @@ import Testing
         #expect(result.status == 66)
         #expect(result.stderrText.contains("vault-oauth handed the command back"), "\(result.stderrText)")
     }
+
+    // MARK: Helpers others could have planted (issue 25, point 1)
+
+    static let deviceSignIn = ["signin", "--device", "--issuer", "http://127.0.0.1:9", "--client-id", "app"]
+
+    static func copyOAuthHelper(to path: String) throws {
+        let installed = URL(fileURLWithPath: try CLIBinary.path()).deletingLastPathComponent()
+        try FileManager.default.copyItem(atPath: installed.appendingPathComponent("vault-oauth").path, toPath: path)
+    }
+
+    /// A helper writable by others, or in a folder writable by group, is refused (77) before it runs.
+    @Test func aHelperOthersCanWriteIsRefused() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let alone = try Self.vaultAlone(in: sandbox)
+        let helper = sandbox.path("bin/vault-oauth")
+        try Self.copyOAuthHelper(to: helper)
+        chmod(helper, 0o757)
+        let writable = try sandbox.runBinary(alone, Self.deviceSignIn, environment: key, timeout: 30)
+        #expect(writable.status == 77, "\(writable.stderrText)")
+        #expect(writable.stderrText.contains("vault-oauth is not run") && writable.stderrText.contains("written by group or others"),
+                "\(writable.stderrText)")
+        chmod(helper, 0o755)
+        chmod(sandbox.path("bin"), 0o775)
+        let folder = try sandbox.runBinary(alone, Self.deviceSignIn, environment: key, timeout: 30)
+        #expect(folder.status == 77, "\(folder.stderrText)")
+        #expect(folder.stderrText.contains(sandbox.path("bin")), "names the folder: \(folder.stderrText)")
+        chmod(sandbox.path("bin"), 0o755)
+        let safe = try sandbox.runBinary(alone, Self.deviceSignIn, environment: key, timeout: 60)
+        #expect(safe.status == 69, "the same helper, made safe, runs and finds no server: \(safe.stderrText)")
+    }
+
+    /// The attack: `vault` in a folder of its own directly under a shared sticky folder (as /tmp),
+    /// where another user made `lib/vault/vault-oauth`. Refused; a helper beside `vault` still runs.
+    @Test(.enabled(if: geteuid() == 0)) func aHelperAnotherUserPlantedUnderASharedFolderIsRefused() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let shared = sandbox.path("shared")
+        try FileManager.default.createDirectory(atPath: shared + "/x", withIntermediateDirectories: true)
+        chmod(shared, 0o1777)
+        chmod(shared + "/x", 0o755)
+        let vault = shared + "/x/vault"
+        try FileManager.default.copyItem(atPath: try CLIBinary.path(), toPath: vault)
+        // Another user (nobody, 65534) plants ../lib/vault/vault-oauth.
+        try FileManager.default.createDirectory(atPath: shared + "/lib/vault", withIntermediateDirectories: true)
+        try Self.copyOAuthHelper(to: shared + "/lib/vault/vault-oauth")
+        for path in [shared + "/lib", shared + "/lib/vault", shared + "/lib/vault/vault-oauth"] { chown(path, 65534, 65534) }
+        let planted = try sandbox.runBinary(vault, Self.deviceSignIn, environment: key, timeout: 30)
+        #expect(planted.status == 77, "\(planted.stderrText)")
+        #expect(planted.stderrText.contains("belongs to another user"), "\(planted.stderrText)")
+        // Its own folder under the shared one is safe: a helper beside vault runs.
+        try Self.copyOAuthHelper(to: shared + "/x/vault-oauth")
+        let beside = try sandbox.runBinary(vault, Self.deviceSignIn, environment: key, timeout: 60)
+        #expect(beside.status == 69, "\(beside.stderrText)")
+    }
 }

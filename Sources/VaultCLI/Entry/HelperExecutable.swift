@@ -7,8 +7,10 @@ import CredentialVault
 
 /// A companion executable that `vault` replaces itself with for work it does not link: a
 /// PostgreSQL store (`vault-postgres`) or a call to an authorization server (`vault-oauth`).
-/// It is looked up next to this executable, then in `../lib/vault/` (where scripts/install
-/// and the .deb put it), and is given the same arguments (argv[0] included) and the environment
+/// It is looked up only next to this executable's canonical path (`/proc/self/exe`), then in
+/// `../lib/vault/` from there (where scripts/install and the .deb put it); one that others could
+/// have planted or could swap is refused (`checkSafe`, exit 77). It is given the same arguments
+/// (argv[0] included) and the environment
 /// exactly as this process was started with: the entry pipeline hands over before it reads a
 /// key, a prompt, standard input, or takes anything out of the environment.
 struct HelperExecutable: Sendable {
@@ -57,9 +59,59 @@ struct HelperExecutable: Sendable {
                                    path: candidates().first, fix: "install vault with its helpers again (scripts/install, or the .deb)")
             exit(ErrorReport.report(error, oauth: nil) ?? VaultExitStatus.notFound)
         }
-        for path in candidates() where access(path, X_OK) == 0 {
-            Self.execute(path, marker: name)
+        for candidate in candidates() {
+            guard let resolved = Self.canonical(candidate), access(resolved, X_OK) == 0 else { continue }
+            do {
+                try checkSafe(resolved)
+            } catch {
+                exit(ErrorReport.report(error, oauth: nil) ?? VaultExitStatus.permission)
+            }
+            Self.execute(resolved, marker: name)
         }
+    }
+
+    /// Refuses a helper that someone else could have planted or could swap: the file and every
+    /// folder on its canonical path must be owned by root or by the caller, and none may be
+    /// writable by group or others — except a folder of root's with the sticky bit (as /tmp),
+    /// whose entry on the path is then root's or the caller's (checked as every component is):
+    /// others can neither rename nor replace that entry. So `../lib/vault/` made by another user
+    /// under /tmp is refused, and so is a group-writable helper or folder anywhere on the path.
+    /// - Throws: `.insecurePermissions` (exit 77) naming the component and why.
+    func checkSafe(_ path: String) throws {
+        let me = geteuid()
+        var components = ["/"]
+        var prefix = ""
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            components.append(prefix)
+        }
+        for (index, component) in components.enumerated() {
+            var status = stat()
+            guard lstat(component, &status) == 0 else {
+                throw VaultError.io("checking where \(name) is installed", path: component, errno: errno)
+            }
+            let isLast = index == components.count - 1
+            let kind = status.st_mode & S_IFMT
+            func refuse(_ why: String) -> VaultError {
+                VaultError(.insecurePermissions, "\(name) is not run: \(component) \(why), so someone else could have put a program there",
+                           path: component, fix: "install vault and its helpers where only root or you can write (scripts/install, or the .deb)")
+            }
+            guard kind == (isLast ? S_IFREG : S_IFDIR) else { throw refuse(isLast ? "is not a regular file" : "is not a folder") }
+            guard status.st_uid == 0 || status.st_uid == me else { throw refuse("belongs to another user (uid \(status.st_uid))") }
+            if status.st_mode & 0o022 != 0 {
+                let sharedSticky = !isLast && status.st_uid == 0 && status.st_mode & S_ISVTX != 0
+                guard sharedSticky else {
+                    throw refuse("can be written by group or others (mode \(String(status.st_mode & 0o7777, radix: 8)))")
+                }
+            }
+        }
+    }
+
+    /// `path` with every symbolic link and `..` resolved, or nil when it does not exist.
+    private static func canonical(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// The one place the process is replaced (`execv`): with the same arguments and environment,
@@ -70,7 +122,7 @@ struct HelperExecutable: Sendable {
         unsetenv(handOverMarker)
     }
 
-    /// Next to this executable, then `../lib/vault/`.
+    /// Next to this executable (its canonical path), then `../lib/vault/` from there.
     func candidates() -> [String] {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, Int(PATH_MAX))

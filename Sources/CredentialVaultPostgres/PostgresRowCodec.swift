@@ -32,6 +32,12 @@ enum PostgresLayout {
     static let slotAADLabel = Array("vault-pg slot v1".utf8)
     static let entryAADLabel = Array("vault-pg entry v1".utf8)
     static let stateAADLabel = Array("vault-pg state v1".utf8)
+    /// State rows written since issue 25: a version byte, and the store name and every row's
+    /// generation sealed in (a swapped store name, or one old row put back, is seen).
+    static let stateAADLabelV2 = Array("vault-pg state v2".utf8)
+    static let stateVersion2: UInt8 = 2
+    /// A version 1 state row: nonce, 44 bytes of plaintext sealed, tag (no version byte).
+    static let stateV1SealedLength = AES256GCM.nonceByteCount + 44 + AES256GCM.tagByteCount
     static let lookupKeyInfo = "vault-pg lookup v1"
     static let entryKeyInfo = "vault-pg entry v1"
     static let stateKeyInfo = "vault-pg state v1"
@@ -82,10 +88,47 @@ struct PostgresKeySlot: Equatable {
 
 /// The vault's state row, sealed: the generation, how many entries there are, and a digest of
 /// every (lookup, row generation) pair, so that a deleted, added or rolled-back row is seen.
+///
+/// Version 2 (written by every write since issue 25) seals it with the store's name in the
+/// associated data, so the rows of a store renamed (or two stores' names swapped) by the
+/// database's administrator are refused, and carries every row's generation, so that `get`
+/// refuses one old row put back without reading the whole row set. A version 1 state (no
+/// version byte) is still read; the store's next write re-seals it as version 2.
 struct PostgresVaultState: Equatable {
     var generation: UInt64
     var entryCount: UInt32
     var rowSetDigest: [UInt8]
+    /// Each row's generation by lookup (version 2); nil for a version 1 state.
+    var rowGenerations: [[UInt8]: UInt64]?
+
+    init(generation: UInt64, entryCount: UInt32, rowSetDigest: [UInt8], rowGenerations: [[UInt8]: UInt64]? = nil) {
+        self.generation = generation
+        self.entryCount = entryCount
+        self.rowSetDigest = rowSetDigest
+        self.rowGenerations = rowGenerations
+    }
+
+    /// A version 2 state for this row set.
+    static func make(generation: UInt64, rows: [[UInt8]: UInt64]) throws -> PostgresVaultState {
+        PostgresVaultState(generation: generation, entryCount: UInt32(rows.count),
+                           rowSetDigest: try digest(of: rows.map { ($0.key, $0.value) }), rowGenerations: rows)
+    }
+
+    /// The associated data of a version 2 state: label, vault id, and the store's name.
+    static func aadV2(vaultID: [UInt8], storeName: String) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.append(contentsOf: PostgresLayout.stateAADLabelV2)
+        writer.append(contentsOf: vaultID)
+        writer.append(UInt32(storeName.utf8.count))
+        writer.append(contentsOf: storeName.utf8)
+        return writer.bytes
+    }
+
+    /// The nonce of a version 2 sealed state (bytes 1 to 12): what tells two state rows apart cheaply.
+    static func nonce(ofSealed bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count > PostgresLayout.stateV1SealedLength, bytes.first == PostgresLayout.stateVersion2 else { return nil }
+        return Array(bytes[1...AES256GCM.nonceByteCount])
+    }
 
     static func digest(of rows: [(lookup: [UInt8], rowGeneration: UInt64)]) throws -> [UInt8] {
         var writer = ByteWriter(capacity: 16 + rows.count * 40)
@@ -96,26 +139,53 @@ struct PostgresVaultState: Equatable {
         return try SHA256.hash(writer.bytes)
     }
 
-    func sealed(vaultID: [UInt8], keys: PostgresDataKeys) throws -> [UInt8] {
-        var writer = ByteWriter(capacity: 48)
+    /// Seals the state as version 2, bound to the store's name.
+    func sealed(vaultID: [UInt8], storeName: String, keys: PostgresDataKeys) throws -> [UInt8] {
+        let rows = rowGenerations ?? [:]
+        var writer = ByteWriter(capacity: 48 + rows.count * 40)
         writer.append(generation)
         writer.append(entryCount)
         writer.append(contentsOf: rowSetDigest)
-        return try AES256GCM.seal(writer.bytes, using: keys.state,
-                                  authenticating: PostgresLayout.stateAADLabel + vaultID).combined
+        for (lookup, rowGeneration) in rows.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            writer.append(contentsOf: lookup)
+            writer.append(rowGeneration)
+        }
+        return [PostgresLayout.stateVersion2]
+            + (try AES256GCM.seal(writer.bytes, using: keys.state, authenticating: Self.aadV2(vaultID: vaultID, storeName: storeName)).combined)
     }
 
-    static func open(_ sealed: [UInt8], vaultID: [UInt8], keys: PostgresDataKeys) throws -> PostgresVaultState {
+    /// Opens a state row of either version; a version 2 row sealed for another store name is refused.
+    static func open(_ sealed: [UInt8], vaultID: [UInt8], storeName: String, keys: PostgresDataKeys) throws -> PostgresVaultState {
+        let version1 = sealed.count == PostgresLayout.stateV1SealedLength
+        guard version1 || sealed.first == PostgresLayout.stateVersion2 else {
+            throw VaultError(.unsupportedVersion, "the state row has a version this build does not read",
+                             fix: "open it with the newer vault that wrote it")
+        }
         let plain: SecureBytes
         do {
-            plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: sealed), using: keys.state,
-                                       authenticating: PostgresLayout.stateAADLabel + vaultID)
+            plain = version1
+                ? try AES256GCM.open(try AES256GCM.SealedBox(combined: sealed), using: keys.state,
+                                     authenticating: PostgresLayout.stateAADLabel + vaultID)
+                : try AES256GCM.open(try AES256GCM.SealedBox(combined: Array(sealed.dropFirst())), using: keys.state,
+                                     authenticating: aadV2(vaultID: vaultID, storeName: storeName))
         } catch {
-            throw VaultError.tampered(region: "state row")
+            throw VaultError.tampered(region: version1 ? "state row" : "state row (altered, or sealed for another store name)")
         }
         var reader = ByteReader(plain.withUnsafeBytes { Array($0) }, region: "state row")
-        let state = PostgresVaultState(generation: try reader.readUInt64(), entryCount: try reader.readUInt32(),
+        var state = PostgresVaultState(generation: try reader.readUInt64(), entryCount: try reader.readUInt32(),
                                        rowSetDigest: Array(try reader.readBytes(32)))
+        if !version1 {
+            var rows: [[UInt8]: UInt64] = [:]
+            guard reader.remaining == Int(state.entryCount) * 40 else { throw VaultError.tampered(region: "state row (row list)") }
+            for _ in 0..<state.entryCount {
+                let lookup = Array(try reader.readBytes(32))
+                rows[lookup] = try reader.readUInt64()
+            }
+            guard rows.count == Int(state.entryCount), try digest(of: rows.map { ($0.key, $0.value) }) == state.rowSetDigest else {
+                throw VaultError.tampered(region: "state row (row list)")
+            }
+            state.rowGenerations = rows
+        }
         guard reader.remaining == 0 else { throw VaultError.tampered(region: "state row (trailing bytes)") }
         return state
     }

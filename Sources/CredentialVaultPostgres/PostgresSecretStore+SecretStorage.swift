@@ -39,8 +39,9 @@ extension PostgresSecretStore {
     /// `.tampered`), then opens every row, listing each that fails instead of stopping at the first.
     /// A row that does not open has no readable name: it is reported by its lookup's first bytes.
     public func verificationReport() async throws -> VerificationReport {
+        let floor = generation
         let fetched = try await fetchAllRows()
-        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: vaultID, keys: keys))
+        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
         var failures: [VerificationReport.Failure] = []
         for row in fetched.rows {

@@ -81,7 +81,7 @@ extension PostgresSecretStore {
             throw error
         }
         let (credentials, newState) = outcome
-        if let newState { _ = try observe(newState) }
+        if let newState { recordCommitted(newState) }
         return credentials
     }
 
@@ -159,7 +159,7 @@ extension PostgresSecretStore {
                 return (current, state)
             }
         }
-        if let newState { _ = try observe(newState) }
+        if let newState { recordCommitted(newState) }
         return removed
     }
 }

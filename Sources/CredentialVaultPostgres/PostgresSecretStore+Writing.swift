@@ -51,7 +51,7 @@ extension PostgresSecretStore {
                 try await self.apply(changes, on: connection)
             }
         }
-        _ = try observe(newState)
+        recordCommitted(newState)
         return stored
     }
 
@@ -68,7 +68,7 @@ extension PostgresSecretStore {
         guard let sealedState else {
             throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
         }
-        let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, keys: keys)
+        let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys)
         try Self.checkRollback(state.generation, remembered: generation)
         var rows: [[UInt8]: Int64] = [:]
         for try await (lookup, rowGeneration) in try await connection.query(
@@ -118,10 +118,9 @@ extension PostgresSecretStore {
             throw VaultError(.invalidInput, "a vault holds at most \(VaultLimits.maximumEntries) entries",
                              fix: "remove entries you no longer need")
         }
-        let newState = PostgresVaultState(generation: newGeneration, entryCount: UInt32(rows.count),
-                                          rowSetDigest: try PostgresVaultState.digest(of: rows.map { ($0.key, UInt64($0.value)) }))
+        let newState = try PostgresVaultState.make(generation: newGeneration, rows: rows.mapValues { UInt64($0) })
         try await connection.query("""
-            UPDATE vault_stores SET state = \(ByteBuffer(bytes: try newState.sealed(vaultID: self.vaultID, keys: keys)))
+            UPDATE vault_stores SET state = \(ByteBuffer(bytes: try newState.sealed(vaultID: self.vaultID, storeName: storeName, keys: keys)))
             WHERE vault_id = \(vaultID)
             """, logger: logger)
         return (newState, stored)

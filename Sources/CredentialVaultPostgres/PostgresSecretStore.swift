@@ -49,6 +49,10 @@ public final class PostgresSecretStore: Sendable {
     let keys: PostgresDataKeys
     private let runner: Task<Void, Never>
     private let highestGeneration: Mutex<UInt64>
+    /// The last version 2 state this store opened, by its nonce: `secret(named:)` has the
+    /// database send the state only when it changed (a state put back with the same nonce is one
+    /// this store has verified before, never newer than what it has seen).
+    private let lastState = Mutex<(nonce: [UInt8], state: PostgresVaultState)?>(nil)
 
     private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresClient,
                  runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64) {
@@ -94,9 +98,9 @@ public final class PostgresSecretStore: Sendable {
                                        salt: slotParameters.salt,
                                        wrapped: try AES256GCM.seal(dek.bytes, using: kek, authenticating: aad))
             let keys = try PostgresDataKeys(dek: dek, vaultID: vaultID)
-            let state = try PostgresVaultState(generation: 0, entryCount: 0, rowSetDigest: PostgresVaultState.digest(of: []))
-                .sealed(vaultID: vaultID, keys: keys)
             let storeName = configuration.storeName
+            let state = try PostgresVaultState.make(generation: 0, rows: [:])
+                .sealed(vaultID: vaultID, storeName: storeName, keys: keys)
             let logger = options.logger
             try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
@@ -155,7 +159,7 @@ public final class PostgresSecretStore: Sendable {
                 throw VaultError.wrongKey
             }
             let keys = try PostgresDataKeys(dek: dek, vaultID: row.vaultID)
-            let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, keys: keys)
+            let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
             try checkRollback(state.generation, remembered: options.minimumGeneration)
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
                                        vaultID: row.vaultID, keys: keys, generation: state.generation)
@@ -211,23 +215,42 @@ public final class PostgresSecretStore: Sendable {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let logger = options.logger
         let client = self.client
-        let row: (state: [UInt8], rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
+        let floor = generation
+        let cached = lastState.withLock { $0 }
+        let knownNonce = ByteBuffer(bytes: cached?.nonce ?? [])
+        let row: (state: [UInt8]?, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
             let rows = try await client.query("""
-                SELECT s.state, e.row_generation, e.sealed FROM vault_stores s
+                SELECT CASE WHEN substring(s.state from 2 for 12) = \(knownNonce) THEN NULL ELSE s.state END,
+                       e.row_generation, e.sealed FROM vault_stores s
                 LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(ByteBuffer(bytes: lookup))
                 WHERE s.vault_id = \(vaultID)
                 """, logger: logger)
-            for try await (state, rowGeneration, sealed) in rows.decode((ByteBuffer, Int64?, ByteBuffer?).self) {
-                return (Array(buffer: state), rowGeneration, sealed.map { Array(buffer: $0) })
+            for try await (state, rowGeneration, sealed) in rows.decode((ByteBuffer?, Int64?, ByteBuffer?).self) {
+                return (state.map { Array(buffer: $0) }, rowGeneration, sealed.map { Array(buffer: $0) })
             }
             throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
         }
-        let state = try observe(PostgresVaultState.open(row.state, vaultID: self.vaultID, keys: keys))
+        let state: PostgresVaultState
+        if let sealedState = row.state {
+            state = try observe(PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
+            if let nonce = PostgresVaultState.nonce(ofSealed: sealedState) { lastState.withLock { $0 = (nonce, state) } }
+        } else if let cached {
+            state = try observe(cached.state, seenBefore: floor)
+        } else {
+            throw VaultError.tampered(region: "state row (missing)")
+        }
+        let expected = state.rowGenerations?[lookup]
         guard let rowGeneration = row.rowGeneration, let sealed = row.sealed else {
+            // The sealed state lists every row: one it lists but the database lacks was deleted behind the store's back.
+            if expected != nil { throw VaultError.tampered(region: "entry row (deleted)") }
             throw VaultError.entryNotFound(owner.isEmpty ? name : owner + "/" + name)
         }
         guard rowGeneration >= 1, UInt64(rowGeneration) <= state.generation else {
             throw VaultError.tampered(region: "entry row (generation)")
+        }
+        if state.rowGenerations != nil, expected != UInt64(rowGeneration) {
+            // An older copy of the row put back (or one the state does not list): its generation is not the sealed one.
+            throw VaultError.tampered(region: "entry row (an older copy, or a row the sealed state does not list)")
         }
         return try PostgresRowCodec.open(sealed, vaultID: self.vaultID, lookup: lookup, rowGeneration: UInt64(rowGeneration), keys: keys)
     }
@@ -246,8 +269,9 @@ public final class PostgresSecretStore: Sendable {
     }
 
     private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry]) {
+        let floor = generation
         let fetched = try await fetchAllRows()
-        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, keys: keys))
+        let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
         let entries = try fetched.rows.map { row in
             try PostgresRowCodec.open(row.sealed, vaultID: self.vaultID, lookup: row.lookup,
@@ -294,13 +318,20 @@ public final class PostgresSecretStore: Sendable {
         guard digest == state.rowSetDigest else { throw VaultError.tampered(region: "entry rows (row set)") }
     }
 
-    /// Records a generation read from the database, refusing one older than any seen before.
-    func observe(_ state: PostgresVaultState) throws -> PostgresVaultState {
-        try highestGeneration.withLock { highest in
-            try Self.checkRollback(state.generation, remembered: highest)
-            highest = state.generation
-        }
+    /// Records a generation read by a statement sent after `floor` was the highest generation
+    /// seen, refusing one older than `floor` (a rollback). `floor` is read before the statement
+    /// is sent: every generation seen by then was committed before it and is visible to it, while
+    /// one a concurrent operation of this store records meanwhile may be newer than its snapshot
+    /// without any rollback.
+    func observe(_ state: PostgresVaultState, seenBefore floor: UInt64) throws -> PostgresVaultState {
+        try Self.checkRollback(state.generation, remembered: floor)
+        recordCommitted(state)
         return state
+    }
+
+    /// Raises the highest generation seen to `state`'s (a state this store read or just committed).
+    func recordCommitted(_ state: PostgresVaultState) {
+        highestGeneration.withLock { $0 = max($0, state.generation) }
     }
 
     /// Runs `body` with this store's timeout and error mapping.

@@ -115,7 +115,13 @@ struct PostgresStoreTests {
         }
         let storeRow = "store_name = '\(configuration.storeName)'"
         try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")
-        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        // A new client refuses it at once; this one, which verified the state before (same nonce), keeps using
+        // only what it verified, and refuses the altered row as soon as it reads the whole state (list, a write).
+        #expect(await errorCode {
+            _ = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
+        } == .tampered)
+        #expect(await errorCode { _ = try await store.list() } == .tampered)
+        #expect(await errorCode { try await store.put(NewEntry(name: "a", secret: SecureBytes("over"))) } == .tampered)
         try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")
         try PostgresServer.psql("UPDATE vault_stores SET key_slot = set_byte(key_slot, 60, get_byte(key_slot, 60) # 1) WHERE \(storeRow)")
         #expect(await errorCode {
@@ -132,7 +138,8 @@ struct PostgresStoreTests {
 
     @Test("a value moved to another row, a row copied from another vault, a deleted row and an old row put back are refused")
     func movedCopiedDeletedAndRolledBackRows() async throws {
-        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: key,
                                                          options: PostgresServer.options())
         try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
         try await store.add(NewEntry(name: "b", secret: SecureBytes("value-b")))
@@ -172,8 +179,95 @@ struct PostgresStoreTests {
         try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(parts[0])', 'hex'), row_generation = \(parts[1]) WHERE \(a)")
         #expect(await errorCode { _ = try await store.list() } == .tampered)
         #expect(await errorCode { try await store.add(NewEntry(name: "y", secret: SecureBytes("y"))) } == .tampered)
+        // get refuses it too (issue 25, point 6): the sealed state lists each row's generation.
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        let fresh = try await PostgresSecretStore.open(configuration: store.configuration, key: key, options: PostgresServer.options())
+        #expect(await errorCode { _ = try await fresh.secret(named: "a") } == .tampered, "a new client, with no cached state, too")
+        #expect(try await fresh.secret(named: "b").secret == SecureBytes("value-b"), "the other rows still read")
+        await fresh.close()
         await store.close()
         await other.close()
+    }
+
+    @Test("one store used by 16 tasks at once (puts and gets interleaved): no false rollback from a generation another task saw first")
+    func concurrentOperationsOfOneStoreSeeNoFalseRollback() async throws {
+        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        for index in 0..<4 { try await store.add(NewEntry(name: "e\(index)", secret: SecureBytes("v"))) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<16 {
+                group.addTask {
+                    for round in 0..<15 {
+                        if (task + round) % 2 == 0 {
+                            try await store.put(NewEntry(name: "e\((task + round) % 4)", secret: SecureBytes("v\(round)")))
+                        } else {
+                            _ = try await store.secret(named: "e\((task + round) % 4)")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.verify().entryCount == 4)
+        await store.close()
+    }
+
+    @Test("two stores sharing a key with their names swapped by the database's administrator are refused (issue 25, point 5)")
+    func swappedStoreNames() async throws {
+        let key = try PostgresServer.newKey()
+        let prod = try PostgresServer.configuration(storeName: "prod-" + UUID().uuidString)
+        let staging = try PostgresServer.configuration(storeName: "staging-" + UUID().uuidString)
+        let prodStore = try await PostgresSecretStore.create(configuration: prod, key: key, options: PostgresServer.options())
+        let stagingStore = try await PostgresSecretStore.create(configuration: staging, key: key, options: PostgresServer.options())
+        try await prodStore.add(NewEntry(name: "api", secret: SecureBytes("prod-secret")))
+        try await stagingStore.add(NewEntry(name: "api", secret: SecureBytes("staging-secret")))
+        await prodStore.close()
+        await stagingStore.close()
+        try PostgresServer.psql("""
+            UPDATE vault_stores SET store_name = 'swap-tmp' WHERE store_name = '\(prod.storeName)';
+            UPDATE vault_stores SET store_name = '\(prod.storeName)' WHERE store_name = '\(staging.storeName)';
+            UPDATE vault_stores SET store_name = '\(staging.storeName)' WHERE store_name = 'swap-tmp'
+            """)
+        #expect(await errorCode { _ = try await PostgresSecretStore.open(configuration: prod, key: key, options: PostgresServer.options()) }
+                == .tampered)
+        #expect(await errorCode { _ = try await PostgresSecretStore.open(configuration: staging, key: key, options: PostgresServer.options()) }
+                == .tampered)
+        // Swapped back, both open and read their own secret.
+        try PostgresServer.psql("""
+            UPDATE vault_stores SET store_name = 'swap-tmp' WHERE store_name = '\(prod.storeName)';
+            UPDATE vault_stores SET store_name = '\(prod.storeName)' WHERE store_name = '\(staging.storeName)';
+            UPDATE vault_stores SET store_name = '\(staging.storeName)' WHERE store_name = 'swap-tmp'
+            """)
+        let reopened = try await PostgresSecretStore.open(configuration: prod, key: key, options: PostgresServer.options())
+        #expect(try await reopened.secret(named: "api").secret == SecureBytes("prod-secret"))
+        await reopened.close()
+    }
+
+    @Test("a store whose state row was written by the previous version (1) still opens, and its next write re-seals it as version 2")
+    func aVersion1StateIsReadAndUpgradedByTheNextWrite() async throws {
+        let configuration = try PostgresServer.configuration()
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
+        // The state as version 1 wrote it: generation, count, digest; the vault id alone as associated data.
+        let lookup = try PostgresRowCodec.lookup(owner: "", name: "a", keys: store.keys)
+        var plain = [UInt8]()
+        plain += withUnsafeBytes(of: store.generation.bigEndian, Array.init)
+        plain += withUnsafeBytes(of: UInt32(1).bigEndian, Array.init)
+        plain += try PostgresVaultState.digest(of: [(lookup, store.generation)])
+        let version1 = try AES256GCM.seal(plain, using: store.keys.state, authenticating: PostgresLayout.stateAADLabel + store.vaultID).combined
+        #expect(version1.count == PostgresLayout.stateV1SealedLength)
+        let storeRow = "store_name = '\(configuration.storeName)'"
+        try PostgresServer.psql("UPDATE vault_stores SET state = decode('\(hex(version1))', 'hex') WHERE \(storeRow)")
+        let old = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
+        #expect(try await old.secret(named: "a").secret == SecureBytes("value-a"))
+        #expect(try await old.verify().entryCount == 1)
+        try await old.add(NewEntry(name: "b", secret: SecureBytes("value-b")))
+        let version = try PostgresServer.psql("SELECT get_byte(state, 0) || ' ' || length(state) FROM vault_stores WHERE \(storeRow)")
+        let fields = version.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(fields.first == 2 && (fields.last ?? 0) > PostgresLayout.stateV1SealedLength, "re-sealed as version 2: \(version)")
+        await old.close()
+        await store.close()
     }
 
     @Test("a whole database state rolled back is refused by a client that remembers a newer generation")

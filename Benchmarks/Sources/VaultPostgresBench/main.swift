@@ -22,7 +22,9 @@ guard arguments.count >= 2 else {
 let url = arguments[1]
 let operations = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
 let clientCounts = arguments.count > 3 ? arguments[3...].compactMap { Int($0) } : [1, 8, 32]
-let entryCount = 100
+/// How many entries the store holds while it is measured ($VAULT_BENCH_ENTRIES, default 100):
+/// `secret(named:)` checks the row against the sealed state, which lists every row.
+let entryCount = max(1, Int(ProcessInfo.processInfo.environment["VAULT_BENCH_ENTRIES"] ?? "") ?? 100)
 
 struct Figures {
     var p50: Duration
@@ -71,6 +73,8 @@ let store = try await PostgresSecretStore.create(configuration: configuration, k
                                                  options: PostgresSecretStore.Options(operationTimeout: .seconds(60)))
 let value = SecureBytes(copying: try SecureRandom.bytes(count: 1024))
 for index in 0..<entryCount { try await store.add(NewEntry(name: "entry-\(index)", secret: value)) }
+print("Store with \(entryCount) entries.")
+print()
 
 // The floor: the same pool size, a bare SELECT of one bytea row by primary key.
 var floorConfiguration = PostgresClient.Configuration(host: configuration.host, port: configuration.port,

@@ -26,6 +26,14 @@ public final class PostgresSecretStore: Sendable {
         public var clock: @Sendable () -> Date
         /// Where diagnostics go. Never receives secrets.
         public var logger: Logger
+        /// Where this machine remembers the highest generation it has seen of each store, so that a
+        /// database put back to an older state is refused by every later process too (default
+        /// `.disabled`: only `minimumGeneration` and what one open store has seen; the `vault`
+        /// command uses `.standard`, the same folder as the vault files' rollback memory).
+        public var rollbackMemory: RollbackMemory = .disabled
+        /// Accept a database state older than the one remembered (a restore done on purpose); the
+        /// memory then follows the restored state.
+        public var acceptRollback = false
         /// The KDF policy for passphrase keys. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy = .standard
 
@@ -53,9 +61,11 @@ public final class PostgresSecretStore: Sendable {
     /// database send the state only when it changed (a state put back with the same nonce is one
     /// this store has verified before, never newer than what it has seen).
     private let lastState = Mutex<(nonce: [UInt8], state: PostgresVaultState)?>(nil)
+    /// The generation remembered on this machine when the store was opened (0 for none).
+    private let rememberedAtOpen: UInt64
 
     private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresClient,
-                 runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64) {
+                 runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64, remembered: UInt64 = 0) {
         self.storeName = configuration.storeName
         self.configuration = configuration
         self.options = options
@@ -64,13 +74,19 @@ public final class PostgresSecretStore: Sendable {
         self.vaultID = vaultID
         self.keys = keys
         self.highestGeneration = Mutex(generation)
+        self.rememberedAtOpen = remembered
     }
 
     /// The highest generation this store has seen (the database's, after the last operation).
     public var generation: UInt64 { highestGeneration.withLock { $0 } }
 
-    /// Closes the connection pool. The store cannot be used afterwards.
+    /// Closes the connection pool (remembering the highest generation seen, with
+    /// `Options.rollbackMemory`). The store cannot be used afterwards.
     public func close() async {
+        let seen = generation
+        if seen > rememberedAtOpen || (options.acceptRollback && seen != rememberedAtOpen) {
+            StoreGenerationMemory(memory: options.rollbackMemory, logger: options.logger).write(storeID: vaultID, generation: seen, key: keys.state)
+        }
         runner.cancel()
         await runner.value
     }
@@ -160,9 +176,11 @@ public final class PostgresSecretStore: Sendable {
             }
             let keys = try PostgresDataKeys(dek: dek, vaultID: row.vaultID)
             let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
-            try checkRollback(state.generation, remembered: options.minimumGeneration)
+            let remembered = StoreGenerationMemory(memory: options.rollbackMemory, logger: logger)
+                .read(storeID: row.vaultID, key: keys.state) ?? 0
+            try checkRollback(state.generation, remembered: max(options.minimumGeneration, options.acceptRollback ? 0 : remembered))
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
-                                       vaultID: row.vaultID, keys: keys, generation: state.generation)
+                                       vaultID: row.vaultID, keys: keys, generation: state.generation, remembered: remembered)
         } catch {
             runner.cancel()
             await runner.value

@@ -39,6 +39,42 @@ struct PostgresStoreCommandTests {
         #expect(try sandbox.run(["list", "--json"], environment: key).stdoutText.contains("\"name\"") == false)
     }
 
+    /// Issue 25, point 7: the database put back to an older state is refused by the next command, a
+    /// new process (this machine remembers the store's generation, as it does a vault file's);
+    /// `--accept-rollback` takes a restore done on purpose, and the memory follows it.
+    @Test func aDatabaseRolledBackIsRefusedByTheNextCommand() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let url = try PostgresCLI.requireURL()
+        let name = PostgresCLI.freshStoreName()
+        let store = ["--store", url, "--store-name", name]
+        func psql(_ sql: String) throws {
+            let run = try ExternalProcess.run("/usr/bin/psql", [url, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], environment: sandbox.environment,
+                                              stdin: Data(), timeout: 30)
+            guard run.status == 0 else { throw CLITestFailure("psql failed: \(run.stderrText)") }
+        }
+        #expect(try sandbox.run(["init"] + store, environment: key).status == 0)
+        #expect(try sandbox.run(["add", "token"] + store, stdin: Data("old".utf8), environment: key).status == 0)
+        let snapshot = "snap_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let vault = "(SELECT vault_id FROM vault_stores WHERE store_name = '\(name)')"
+        try psql("CREATE TABLE \(snapshot)_s AS SELECT * FROM vault_stores WHERE store_name = '\(name)'; "
+                 + "CREATE TABLE \(snapshot)_e AS SELECT * FROM vault_entries WHERE vault_id = \(vault)")
+        #expect(try sandbox.run(["add", "token", "--replace"] + store, stdin: Data("new".utf8), environment: key).status == 0)
+        try psql("""
+            DELETE FROM vault_entries WHERE vault_id = \(vault);
+            UPDATE vault_stores SET state = (SELECT state FROM \(snapshot)_s) WHERE store_name = '\(name)';
+            INSERT INTO vault_entries SELECT * FROM \(snapshot)_e;
+            DROP TABLE \(snapshot)_s; DROP TABLE \(snapshot)_e
+            """)
+        let refused = try sandbox.run(["get", "token"] + store, environment: key)
+        #expect(refused.status == 65, "\(refused.stderrText)")
+        #expect(refused.stderrText.contains("older than generation"), "\(refused.stderrText)")
+        let accepted = try sandbox.run(["get", "token", "--accept-rollback"] + store, environment: key)
+        #expect(accepted.status == 0 && accepted.stdoutText == "old", "\(accepted.stderrText)")
+        let after = try sandbox.run(["get", "token"] + store, environment: key)
+        #expect(after.status == 0 && after.stdoutText == "old", "the memory followed the restore: \(after.stderrText)")
+    }
+
     @Test func theWrongKeyAndAMissingStoreFailWithTheirOwnStatus() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

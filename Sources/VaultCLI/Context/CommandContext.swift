@@ -177,7 +177,8 @@ package final class CommandContext: Sendable {
     /// The PostgreSQL store `name` at `url`, opened once with this process's key (`close()` closes it).
     func openPostgres(_ options: VaultOptions, url: String, name: String) async throws -> any FleetSessionStore {
         if let opened = memo.withLock({ $0.postgresStores.first { $0.url == url && $0.name == name } }) { return opened.store }
-        let store = try await requirePostgres().open(url: url, storeName: name, key: try key(options), timeout: options.operationTimeout)
+        let store = try await requirePostgres().open(url: url, storeName: name, key: try key(options), timeout: options.operationTimeout,
+                                                     acceptRollback: options.acceptRollback)
         memo.withLock { $0.postgresStores.append((url, name, store)) }
         return store
     }

@@ -6,8 +6,9 @@ import VaultCrypto
 /// swift-crypto and the full Foundation with ICU: 28 MB → 81 MB), and hands such a command to
 /// `vault-postgres` instead (the entry pipeline, `StoreRouting`).
 package protocol PostgresCommandSupport: Sendable {
-    /// Opens the store `storeName` in the database at `url`.
-    func open(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore
+    /// Opens the store `storeName` in the database at `url`, refusing a database state older than
+    /// this machine remembers of it (unless `acceptRollback`: `--accept-rollback`).
+    func open(url: String, storeName: String, key: VaultKey, timeout: Duration, acceptRollback: Bool) async throws -> any FleetSessionStore
     /// Creates the store `storeName` (and the tables if needed).
     func create(url: String, storeName: String, key: VaultKey, timeout: Duration) async throws -> any FleetSessionStore
     /// Deletes the store's rows and its state row; false when there was none. Needs no key.

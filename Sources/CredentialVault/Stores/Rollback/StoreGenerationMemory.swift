@@ -1,0 +1,70 @@
+import Logging
+import VaultCrypto
+
+/// What this machine remembers of a store that is not a vault file (a PostgreSQL store): the
+/// highest generation seen, so that a database put back to an older state is refused by every
+/// later process, as the vault file's `RollbackRecord` does for the file.
+///
+/// Kept in the rollback-memory directory (`RollbackMemory`) as `pg-<store id in hex>.generation`,
+/// 65 bytes: "VAULTPGG" ‖ u8 version 1 ‖ store id (16) ‖ u64 generation ‖ HMAC-SHA256 (32) over
+/// everything before it, under HKDF(`key`, store id, "vault-pg generation record v1"), a key only
+/// the store's key holders can derive: a forged or altered record is ignored (logged), never trusted.
+package struct StoreGenerationMemory: Sendable {
+    private static let magic = Array("VAULTPGG".utf8)
+    private static let version: UInt8 = 1
+    private static let info = Array("vault-pg generation record v1".utf8)
+
+    private let directory: String?
+    private let logger: Logger
+
+    /// A memory in `memory`'s directory (none when disabled).
+    package init(memory: RollbackMemory, logger: Logger) {
+        self.directory = memory.directory()
+        self.logger = logger
+    }
+
+    /// The remembered generation of `storeID`, or nil (none, disabled, unreadable or not authentic: logged).
+    package func read(storeID: [UInt8], key: SymmetricKey) -> UInt64? {
+        guard let path = path(storeID), SecureFileSystem.exists(path) else { return nil }
+        do {
+            let bytes = try SecureFileSystem.readPrivateFile(path, maxBytes: 4096)
+            guard bytes.count == 65 else {
+                logger.warning("ignoring a store generation record of the wrong size", metadata: ["path": "\(path)"])
+                return nil
+            }
+            let body = Array(bytes.prefix(33))
+            guard body.starts(with: Self.magic), body[8] == Self.version, Array(body[9..<25]) == storeID,
+                  SecureBytes(copying: Array(bytes.suffix(32))) == SecureBytes(copying: try mac(body, storeID: storeID, key: key)) else {
+                logger.warning("ignoring a store generation record that is malformed or not authentic", metadata: ["path": "\(path)"])
+                return nil
+            }
+            return body[25..<33].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        } catch {
+            logger.warning("ignoring an unreadable store generation record", metadata: ["path": "\(path)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Remembers `generation` for `storeID` (atomically; a failure is logged, not thrown).
+    package func write(storeID: [UInt8], generation: UInt64, key: SymmetricKey) {
+        guard let directory, let path = path(storeID) else { return }
+        do {
+            var body = Self.magic + [Self.version] + storeID
+            body += withUnsafeBytes(of: generation.bigEndian, Array.init)
+            try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
+            try SecureFileSystem.writeFileAtomically(path, contents: body + (try mac(body, storeID: storeID, key: key)), durable: false)
+        } catch {
+            logger.warning("could not remember the store's generation", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    private func mac(_ body: [UInt8], storeID: [UInt8], key: SymmetricKey) throws -> [UInt8] {
+        let derived = SymmetricKey(bytes: try HKDFSHA256.deriveKey(inputKeyMaterial: key.bytes, salt: storeID, info: Self.info,
+                                                                   outputByteCount: 32))
+        return try HMACSHA256.authenticationCode(for: body, using: derived)
+    }
+
+    private func path(_ storeID: [UInt8]) -> String? {
+        directory.map { $0 + "/pg-" + storeID.hexString + ".generation" }
+    }
+}

@@ -20,7 +20,8 @@ extension SessionManager {
             reached.mark()
             return fresh
         }
-        if reached.happened { _ = await retryPendingRevocations(client: client) }
+        // Tried in the background: a slow revocation endpoint never delays the token the caller waits for.
+        if reached.happened { Task { await self.retryPendingRevocations(client: client) } }
         return credentials
     }
 
@@ -46,6 +47,10 @@ extension SessionManager {
             do {
                 return try await validCredentials(minTTL: minTTL, client: client)
             } catch let error as VaultError where error.code == .sessionExpired || error.code == .notSignedIn {
+                // Ended, so that the sign-in the app now shows is not refused as "already signed in"
+                // (a session whose tokens are gone ends here; a rejected refresh has ended already).
+                let stillNamed = await peek().user?.id
+                if stillNamed == user.id { _ = try? await signOut() }
                 throw SessionCredentialsError.signInRequired(returning: user)
             } catch let error as OAuthError where error.isTransient {
                 if let (_, stored) = try? currentCredentials(), isValid(stored, minTTL: .zero) { return stored }

@@ -45,17 +45,22 @@ extension SessionManager {
             await show(authorization)
             credentials = try await client.pollDeviceAuthorization(authorization)
         }
+        var subjectSeen: String?
         do {
             guard let subject = try await client.subject(of: credentials) else {
                 throw OAuthError(.configuration, endpoint: "token endpoint",
                                  detail: "the server sent no ID token and has no userinfo endpoint, so the user id is unknown "
                                      + "(ask for the 'openid' scope); the tokens were revoked")
             }
+            subjectSeen = subject
             let user = User(id: subject, signInMethod: "device", onboardingComplete: onboardingComplete)
             let migration = try await signIn(user: user, credentials: credentials, policy: policy)
             return SignInResult(user: user, migration: migration)
         } catch {
-            _ = await client.revokeAll(credentials)
+            // Revoked unless the sign-in landed after all (an error after its commit point): then
+            // the tokens are the live session's.
+            let signedIn = await peek().user?.id
+            if subjectSeen == nil || signedIn != subjectSeen { _ = await client.revokeAll(credentials) }
             throw error
         }
     }

@@ -98,6 +98,16 @@ extension PostgresSecretStore {
 
     /// Reads a session's pair inside a transaction, checked like every other read.
     func readCredentials(session: String, on connection: PostgresConnection) async throws -> Credentials {
+        // The rows are checked against the sealed state, as `secret(named:)` does: an older copy of
+        // the refresh token put back is refused before it is ever sent to a server.
+        let floor = generation
+        var sealedState: [UInt8]?
+        for try await buffer in try await connection.query(
+            "SELECT state FROM vault_stores WHERE vault_id = \(ByteBuffer(bytes: vaultID))", logger: options.logger).decode(ByteBuffer.self) {
+            sealedState = Array(buffer: buffer)
+        }
+        guard let sealedState else { throw VaultError.tampered(region: "state row (missing)") }
+        let state = try observe(PostgresVaultState.open(sealedState, vaultID: vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         var found: [String: VaultEntry] = [:]
         for name in [SessionEntryNames.accessToken, SessionEntryNames.refreshToken] {
             let lookup = try PostgresRowCodec.lookup(owner: session, name: name, keys: keys)
@@ -105,7 +115,10 @@ extension PostgresSecretStore {
                 SELECT row_generation, sealed FROM vault_entries
                 WHERE vault_id = \(ByteBuffer(bytes: vaultID)) AND lookup = \(ByteBuffer(bytes: lookup))
                 """, logger: options.logger).decode((Int64, ByteBuffer).self) {
-                guard rowGeneration >= 1 else { throw VaultError.tampered(region: "entry row (generation)") }
+                guard rowGeneration >= 1, UInt64(rowGeneration) <= state.generation,
+                      state.rowGenerations.map({ $0[lookup] == UInt64(rowGeneration) }) ?? true else {
+                    throw VaultError.tampered(region: "entry row (generation)")
+                }
                 found[name] = try PostgresRowCodec.open(Array(buffer: sealed), vaultID: vaultID, lookup: lookup,
                                                         rowGeneration: UInt64(rowGeneration), keys: keys)
             }

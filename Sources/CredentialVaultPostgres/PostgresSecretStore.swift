@@ -85,7 +85,8 @@ public final class PostgresSecretStore: Sendable {
     public func close() async {
         let seen = generation
         if seen > rememberedAtOpen || (options.acceptRollback && seen != rememberedAtOpen) {
-            StoreGenerationMemory(memory: options.rollbackMemory, logger: options.logger).write(storeID: vaultID, generation: seen, key: keys.state)
+            StoreGenerationMemory(memory: options.rollbackMemory, logger: options.logger)
+                .write(storeID: vaultID, generation: seen, key: keys.state, replacing: options.acceptRollback)
         }
         runner.cancel()
         await runner.value

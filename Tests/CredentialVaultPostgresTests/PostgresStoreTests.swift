@@ -212,6 +212,29 @@ struct PostgresStoreTests {
         await store.close()
     }
 
+    @Test("a fleet session's old refresh token put back is refused before it reaches the refresher")
+    func aReplayedRefreshTokenRowIsRefusedByTheSingleFlightRead() async throws {
+        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        let old = Credentials(accessToken: SecureBytes("at-1"), refreshToken: SecureBytes("rt-1"), expiresAt: Date().addingTimeInterval(-60))
+        try await store.saveCredentials(old, session: "billing")
+        let row = try rowCondition(store, name: PostgresSecretStore.SessionEntryNames.refreshToken, owner: "billing")
+        let saved = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(row)")
+        try await store.saveCredentials(Credentials(accessToken: SecureBytes("at-2"), refreshToken: SecureBytes("rt-2"),
+                                                    expiresAt: Date().addingTimeInterval(-60)), session: "billing")
+        let parts = saved.split(separator: " ")
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(parts[0])', 'hex'), row_generation = \(parts[1]) WHERE \(row)")
+        let sent = SentTokens()
+        #expect(await errorCode {
+            _ = try await store.validCredentials(session: "billing", isValid: { _ in false }) { token in
+                sent.add(token)
+                return Credentials(accessToken: SecureBytes("at-3"), expiresAt: Date().addingTimeInterval(3600))
+            }
+        } == .tampered)
+        #expect(sent.count == 0, "the replayed refresh token was never sent")
+        await store.close()
+    }
+
     @Test("two stores sharing a key with their names swapped by the database's administrator are refused (issue 25, point 5)")
     func swappedStoreNames() async throws {
         let key = try PostgresServer.newKey()
@@ -301,4 +324,12 @@ struct PostgresStoreTests {
         await naive.close()
         await store.close()
     }
+}
+
+/// Tokens a refresher was handed.
+final class SentTokens: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tokens: [SecureBytes] = []
+    func add(_ token: SecureBytes) { lock.lock(); tokens.append(token); lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return tokens.count }
 }

@@ -71,7 +71,7 @@ extension SessionManager {
         var removed: Credentials?
         if let user {
             let owner = SessionNamespaces.user(user.id)
-            removed = try? readCredentials(owner: owner)
+            removed = try readCredentials(owner: owner)
             let names = try agent.client.list(directory: agent.directory, owner: owner).map(\.name)
                 .filter { localData != .keep || $0.hasPrefix(SessionNamespaces.Reserved.prefix) }
             if !names.isEmpty {

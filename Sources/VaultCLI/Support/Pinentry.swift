@@ -34,10 +34,10 @@ enum Pinentry {
                 throw UsageError("the passphrase was not given (the pinentry was cancelled or failed)")
             }
             let answer = body[(ends[getpin - 1] + 1)..<ends[getpin]]
-            guard let data = answer.first(where: { $0.starts(with: Array("D ".utf8)) }) else {
-                throw UsageError("the pinentry returned no passphrase")
-            }
-            let passphrase = try decode(data.dropFirst(2))
+            // Assuan splits long data over several D lines: the passphrase is all of them, in order.
+            let data = answer.filter { $0.starts(with: Array("D ".utf8)) }
+            guard !data.isEmpty else { throw UsageError("the pinentry returned no passphrase") }
+            let passphrase = try decode(data.flatMap { $0.dropFirst(2) })
             guard !passphrase.isEmpty else { throw VaultError(.invalidKey, "the passphrase is empty", fix: "type a non-empty passphrase") }
             return passphrase
         }

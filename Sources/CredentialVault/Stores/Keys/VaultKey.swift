@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import VaultCrypto
 
@@ -33,14 +36,19 @@ public enum VaultKey: Sendable, CustomStringConvertible {
     /// never replaced.
     /// - Throws: as `fromKeyFile(path:)` and `generateKeyFile(path:createMissingFolders:)`.
     public static func fromKeyFile(path: String, createIfMissing: Bool) throws -> VaultKey {
-        if createIfMissing, !SecureFileSystem.exists(path) {
-            do {
-                try generateKeyFile(path: path, createMissingFolders: true)
-            } catch let error as VaultError where error.code == .alreadyExists {
-                // Another process made it between the check and ours: read theirs.
+        guard createIfMissing, !SecureFileSystem.exists(path) else { return try fromKeyFile(path: path) }
+        do {
+            try generateKeyFile(path: path, createMissingFolders: true)
+            return try fromKeyFile(path: path)
+        } catch let error as VaultError where error.code == .alreadyExists {
+            // Another process made it between the check and ours, and may still be writing its 32
+            // bytes: read theirs once complete (bounded: 100 tries, 10 ms apart).
+            for _ in 0..<100 {
+                if let key = try? fromKeyFile(path: path) { return key }
+                usleep(10_000)
             }
+            return try fromKeyFile(path: path)
         }
-        return try fromKeyFile(path: path)
     }
 
     /// Writes a new random 32-byte key file with mode 0600; refuses to overwrite.

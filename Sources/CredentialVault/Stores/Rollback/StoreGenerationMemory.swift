@@ -45,9 +45,12 @@ package struct StoreGenerationMemory: Sendable {
         }
     }
 
-    /// Remembers `generation` for `storeID` (atomically; a failure is logged, not thrown).
-    package func write(storeID: [UInt8], generation: UInt64, key: SymmetricKey) {
+    /// Remembers `generation` for `storeID` (atomically; a failure is logged, not thrown). Unless
+    /// `replacing` (a rollback accepted on purpose), a higher generation already remembered (by
+    /// another process that closed later) is kept.
+    package func write(storeID: [UInt8], generation: UInt64, key: SymmetricKey, replacing: Bool = false) {
         guard let directory, let path = path(storeID) else { return }
+        if !replacing, let remembered = read(storeID: storeID, key: key), remembered >= generation { return }
         do {
             var body = Self.magic + [Self.version] + storeID
             body += withUnsafeBytes(of: generation.bigEndian, Array.init)

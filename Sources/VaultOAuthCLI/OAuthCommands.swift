@@ -86,9 +86,13 @@ struct CommandClient: CommandOAuthClient {
         return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
     }
 
-    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String) {
+    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String]) {
         let report = await client.revokeAll(credentials)
-        return (report.succeeded, report.description)
+        return (report.succeeded, report.description, report.revoked)
+    }
+
+    func revoke(_ token: SecureBytes, hint: String) async -> Bool {
+        (try? await client.revoke(token, hint: hint)) != nil
     }
 
     func shutdown() async throws {

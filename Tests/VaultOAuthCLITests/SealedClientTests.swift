@@ -106,6 +106,32 @@ struct SealedClientTests {
         #expect(try vault(["signout", "--recover"], folder: folder).stderr.contains("Nothing to recover"))
     }
 
+    @Test("a revocation that fails at sign-out is kept sealed, and the next 'vault signout' reaching the server revokes it")
+    func aFailedRevocationIsRetriedByTheNextSignOut() throws {
+        let server = try OAuthServer.require()
+        let failing = try server.standIn.appendingPathComponent("500/revoke-\(UUID().uuidString)").absoluteString
+        let folder = try signedIn(server, extra: ["--revocation-endpoint", failing])
+        defer { folder.cleanUp() }
+        let refreshToken = try #require(try folder.store().snapshot { view in
+            try view.secret(named: "session.refresh-token", owner: "user:alice")
+        })
+        let signout = try vault(["signout"], folder: folder)
+        #expect(signout.status == 0, "\(signout.stderr)")
+        #expect(signout.stderr.contains("Kept 2 tokens sealed in the vault"), "\(signout.stderr)")
+        #expect(try folder.store().list(owner: "revocation:pending").count == 2)
+        #expect(!String(decoding: try vault(["list"], folder: folder).stdout, as: UTF8.self).contains("revocation"), "never listed")
+        #expect(try !server.records(of: refreshToken).revoked)
+        // The same client (issuer, id) with the server's own revocation endpoint: the next sign-out revokes them.
+        let client = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("confidential_client_id"),
+                                "--auth", "basic", "--secret-file", try server.string("confidential_secret_file")], folder: folder)
+        #expect(client.status == 0, "\(client.stderr)")
+        let again = try vault(["signout"], folder: folder)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("revoked 2 of 2 tokens kept from an earlier sign-out"), "\(again.stderr)")
+        #expect(try server.records(of: refreshToken).revoked)
+        #expect(try folder.store().list(owner: "revocation:pending").isEmpty)
+    }
+
     @Test("a CA bundle whose contents changed since 'vault client --ca-bundle' is refused")
     func aChangedCABundleIsRefused() throws {
         let server = try OAuthServer.require()

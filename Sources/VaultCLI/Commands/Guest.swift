@@ -29,7 +29,7 @@ extension VaultCommand {
                 let stored = await TokenRevocation.storedClient(options, context: context)
                 let removed = try await session.signOut()
                 ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
-                await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context)
+                await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context, session: session)
             }
             let anonymousID = try await session.enterGuestMode(resetAnonymousID: reset)
             try StandardIO.printOutput(anonymousID + "\n")

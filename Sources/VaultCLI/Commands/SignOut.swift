@@ -13,7 +13,9 @@ extension VaultCommand {
                 with the same passphrase or key file. To make old copies unreadable, destroy the key file \
                 ('vault wipe --destroy-key-file'). When an OAuth client is stored and the server has a revocation endpoint, the refresh and access \
                 tokens are revoked (RFC 7009) after the local wipe; a failed revocation never undoes or blocks \
-                the wipe, and is reported on standard error (the exit status stays 0). \
+                the wipe, and is reported on standard error (the exit status stays 0); the tokens it could not \
+                revoke are kept sealed in the vault (never listed, at most 16, none older than 30 days) and the \
+                next sign-out that reaches the same server revokes them. \
                 With --recover, a vault whose profile.json is missing while it holds a signed-in session \
                 (status "profileMissing", exit 65) has those sessions ended on purpose: each user's tokens are \
                 revoked with the client sealed in the vault first, then removed, and the app starts as a guest.
@@ -42,7 +44,7 @@ extension VaultCommand {
             if recover { return try await recoverMissingProfile(session, stored: stored, context: context) }
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)
-            await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context)
+            await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context, session: session)
             if let fleetSession {
                 return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
             }
@@ -56,7 +58,7 @@ extension VaultCommand {
             guard fleetSession == nil else { throw UsageError("--recover is for the vault file's session") }
             let ended = try await session.recoverFromMissingProfile { userID, credentials in
                 ErrorReport.note("Ending the session of '\(TerminalText.escaped(userID))'.")
-                await TokenRevocation.revoke(credentials, stored: stored, options: options, server: server, context: context)
+                await TokenRevocation.revoke(credentials, stored: stored, options: options, server: server, context: context, session: session)
             }
             guard !ended.isEmpty else {
                 return ErrorReport.note("Nothing to recover: the profile exists, or the vault holds no session.")

@@ -29,8 +29,11 @@ package protocol CommandOAuthClient: Sendable {
     ///   userinfo when the server gives one.
     func signInWithDevice(lookingUpSubject: Bool, show: (String) -> Void) async throws -> (credentials: Credentials, subject: String?)
     /// Revokes the refresh and access tokens (RFC 7009); never throws.
-    /// - Returns: whether every revocation succeeded, and what happened, for the user.
-    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String)
+    /// - Returns: whether every revocation succeeded, what happened (for the user), and the token
+    ///   types revoked ("refresh_token", "access_token").
+    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String])
+    /// Revokes one token (RFC 7009) with its type hint; never throws. - Returns: whether it was revoked.
+    func revoke(_ token: SecureBytes, hint: String) async -> Bool
     /// Closes the client's connections.
     func shutdown() async throws
 }

@@ -78,6 +78,10 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                   caBundleSHA256: members["caBundleSha256"]?.stringValue)
     }
 
+    /// The server a pending revocation names (as the library's `OAuthClient` does): the issuer,
+    /// else the revocation endpoint.
+    var revocationServer: String { issuer ?? revocationEndpoint ?? "" }
+
     /// The copy an earlier version kept in the plain profile, if any (never used as it is).
     static func profileCopy(_ options: VaultOptions) throws -> StoredClientConfiguration? {
         try StoredClientConfiguration(try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).load()?.extra[profileKey])

@@ -4,6 +4,7 @@ import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import VaultCrypto
 import Synchronization
 
 /// One HTTP exchange with the authorization server, and what came back.
@@ -20,8 +21,8 @@ final class HTTPTransport: Sendable {
     static let maximumBodyLength = 1 << 20
     private let client: HTTPClient
 
-    init(caBundlePath: String?) throws {
-        client = SharedHTTPClients.client(caBundlePath: caBundlePath)
+    init(caBundlePath: String?, caBundlePEM: [UInt8]? = nil) throws {
+        client = try SharedHTTPClients.client(caBundlePath: caBundlePath, pem: caBundlePEM)
     }
 
     /// Nothing to do: the HTTP client is the process's, shared with every `OAuthClient` that trusts
@@ -80,12 +81,30 @@ final class HTTPTransport: Sendable {
 enum SharedHTTPClients {
     private static let clients = Mutex<[String: HTTPClient]>([:])
 
-    static func client(caBundlePath: String?) -> HTTPClient {
-        clients.withLock { clients in
-            let key = caBundlePath.map { "file:" + $0 } ?? "system"
+    static func client(caBundlePath: String?, pem: [UInt8]? = nil) throws -> HTTPClient {
+        // Roots given as bytes are parsed here, once, and keyed by their digest: a client made for
+        // one set of bytes never serves another.
+        let roots: [NIOSSLCertificate]?
+        let key: String
+        if let pem {
+            do {
+                roots = try NIOSSLCertificate.fromPEMBytes(pem)
+            } catch {
+                throw OAuthError(.configuration, endpoint: "CA bundle", detail: "the CA bundle holds no readable PEM certificate")
+            }
+            key = "pem:" + (try SHA256.hash(pem)).map { String($0, radix: 16) }.joined(separator: ":")
+        } else {
+            roots = nil
+            key = caBundlePath.map { "file:" + $0 } ?? "system"
+        }
+        return clients.withLock { clients in
             if let existing = clients[key] { return existing }
             var tls = TLSConfiguration.makeClientConfiguration()
-            if let caBundlePath { tls.trustRoots = .file(caBundlePath) }
+            if let roots {
+                tls.trustRoots = .certificates(roots)
+            } else if let caBundlePath {
+                tls.trustRoots = .file(caBundlePath)
+            }
             var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
             configuration.httpVersion = .http1Only
             // A refused connection fails the attempt at once; RetryPolicy decides about retries

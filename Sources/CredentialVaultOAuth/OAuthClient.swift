@@ -24,7 +24,7 @@ public final class OAuthClient: Sendable {
     ///   when the issuer or a configured endpoint is plain http to a non-loopback host.
     public init(configuration: OAuthConfiguration) throws {
         self.configuration = configuration
-        if let path = configuration.caBundlePath, !FileManager.default.isReadableFile(atPath: path) {
+        if configuration.caBundlePEM == nil, let path = configuration.caBundlePath, !FileManager.default.isReadableFile(atPath: path) {
             throw OAuthError(.configuration, endpoint: "CA bundle", detail: "cannot read the CA bundle '\(ServerText.sanitized(path))'")
         }
         let named: [(String, URL?)] = [("issuer", configuration.issuer), ("token endpoint", configuration.endpoints.token),
@@ -35,7 +35,7 @@ public final class OAuthClient: Sendable {
             throw OAuthError(.insecureEndpoint, endpoint: "\(name) \(Self.display(url))",
                              detail: "https is required (plain http only to a loopback address)")
         }
-        transport = try HTTPTransport(caBundlePath: configuration.caBundlePath)
+        transport = try HTTPTransport(caBundlePath: configuration.caBundlePath, caBundlePEM: configuration.caBundlePEM)
     }
 
     /// Kept for compatibility; does nothing (the HTTP client is shared and lives with the process).

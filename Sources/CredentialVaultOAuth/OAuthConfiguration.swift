@@ -16,6 +16,10 @@ public struct OAuthConfiguration: Sendable {
     public var scopes: [String]
     /// A PEM file of CA certificates to trust instead of the system store (private issuers).
     public var caBundlePath: String?
+    /// The PEM bytes of CA certificates to trust instead of the system store; wins over
+    /// `caBundlePath`. For a caller that read and checked the bundle itself (the `vault` command
+    /// compares its SHA-256 with the one it sealed): what was checked is exactly what is trusted.
+    public var caBundlePEM: [UInt8]?
     /// The deadline of one HTTP exchange.
     public var requestTimeout: Duration
     /// Retries of transient failures.

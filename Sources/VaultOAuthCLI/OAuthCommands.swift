@@ -10,7 +10,8 @@ package struct OAuthCommands: OAuthCommandSupport {
     /// The OAuth support.
     package init() {}
 
-    package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration) throws -> any CommandOAuthClient {
+    package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration,
+                        caBundle: [UInt8]?) throws -> any CommandOAuthClient {
         func url(_ text: String?, _ what: String) throws -> URL? {
             guard let text else { return nil }
             guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
@@ -28,13 +29,15 @@ package struct OAuthCommands: OAuthCommandSupport {
             }
             authentication = configuration.authMethod == .clientSecretBasic ? .clientSecretBasic(secret) : .clientSecretPost(secret)
         }
-        return CommandClient(client: try OAuthClient(configuration: OAuthConfiguration(
+        var oauthConfiguration = OAuthConfiguration(
             issuer: try url(configuration.issuer, "issuer"),
             endpoints: OAuthEndpoints(token: try url(configuration.tokenEndpoint, "token endpoint"),
                                       revocation: try url(configuration.revocationEndpoint, "revocation endpoint"),
                                       deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint")),
             clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
-            caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)))
+            caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)
+        oauthConfiguration.caBundlePEM = caBundle
+        return CommandClient(client: try OAuthClient(configuration: oauthConfiguration))
     }
 
     /// 69 for transient failures (the session is kept), 77 for a dead grant, 76 for the rest.

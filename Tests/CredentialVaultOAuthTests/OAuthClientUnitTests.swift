@@ -115,6 +115,19 @@ struct OAuthClientUnitTests {
         #expect(missing?.kind == .configuration)
     }
 
+    @Test("CA roots given as PEM bytes: trusted as given (no second read by path); bytes with no certificate are a configuration error")
+    func caBundleBytes() throws {
+        var garbage = OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c")
+        garbage.caBundlePEM = Array("not a certificate".utf8)
+        let refused = #expect(throws: OAuthError.self) { try OAuthClient(configuration: garbage) }
+        #expect(refused?.kind == .configuration)
+        let system = "/etc/ssl/certs/ca-certificates.crt"
+        guard let bytes = FileManager.default.contents(atPath: system) else { return }
+        var real = OAuthConfiguration(issuer: URL(string: "https://id.example"), clientID: "c", caBundlePath: "/nonexistent/ca.pem")
+        real.caBundlePEM = Array(bytes)
+        _ = try OAuthClient(configuration: real)   // the bytes win over a path that no longer exists
+    }
+
     @Test("form and Basic encoding (RFC 6749 §2.3.1, Appendix B)")
     func encoding() {
         var form = FormBody()

@@ -303,14 +303,14 @@ package final class CommandContext: Sendable {
     /// - Parameter server: the command's `--request-timeout`.
     func oauthClient(for stored: StoredClientConfiguration, _ options: VaultOptions, _ server: ServerOptions) async throws -> any CommandOAuthClient {
         let oauth = try requireOAuth()
-        try stored.checkCABundle()
+        let bundle = try stored.verifiedCABundle()
         let timeout = server.requestTimeout
-        guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout) }
+        guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout, caBundle: bundle) }
         guard case .postgres = try options.storeSelection else {
-            return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout)
+            return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout, caBundle: bundle)
         }
         let secret = try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
-        return try oauth.client(for: stored, secret: secret, requestTimeout: timeout)
+        return try oauth.client(for: stored, secret: secret, requestTimeout: timeout, caBundle: bundle)
     }
 
     /// The OAuth client's secret kept in the vault file, read through the store this context opened

@@ -9,8 +9,10 @@ import VaultCrypto
 /// `ContextCommand.oauthHandOver`).
 package protocol OAuthCommandSupport: Sendable {
     /// A client for `configuration`, authenticated with `secret` when its method needs one; every
-    /// exchange with the server has the one deadline `requestTimeout` (body included).
-    func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration) throws -> any CommandOAuthClient
+    /// exchange with the server has the one deadline `requestTimeout` (body included). With
+    /// `caBundle`, it trusts exactly those (already verified) PEM bytes.
+    func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration,
+                caBundle: [UInt8]?) throws -> any CommandOAuthClient
     /// How the command line reports `error` when it is the OAuth client's own; nil otherwise.
     func report(_ error: any Error) -> ReportedError?
 }

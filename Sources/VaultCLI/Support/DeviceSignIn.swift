@@ -8,7 +8,10 @@ enum DeviceSignIn {
                     context: CommandContext) async throws -> (String, Credentials, StoredClientConfiguration) {
         let stored = try clientOptions.stored()
         // A public client: no secret, so no key is needed until the tokens are stored.
-        return try await OAuthSupport.using(try context.requireOAuth().client(for: stored, secret: nil, requestTimeout: server.requestTimeout)) { client in
+        // The CA bundle's bytes as hashed into the configuration a moment ago (ClientOptions.stored).
+        let bundle = try stored.verifiedCABundle()
+        return try await OAuthSupport.using(try context.requireOAuth().client(for: stored, secret: nil, requestTimeout: server.requestTimeout,
+                                                                              caBundle: bundle)) { client in
             let (credentials, serverSubject) = try await client.signInWithDevice(lookingUpSubject: userID == nil) {
                 ErrorReport.note($0 + "\nWaiting for approval…")
             }

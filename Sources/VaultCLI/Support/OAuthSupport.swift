@@ -118,17 +118,21 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         try SHA256.hash(try SecureFileSystem.readInputFile(path, maxBytes: 16 << 20)).hexString
     }
 
-    /// Refuses a CA bundle whose contents changed since the configuration was stored.
-    func checkCABundle() throws {
-        guard let caBundle else { return }
+    /// The CA bundle's bytes, read once and checked against the SHA-256 sealed with the
+    /// configuration: the client trusts exactly these bytes (no second read by path). Nil without a bundle.
+    /// - Throws: `.tampered` when its contents changed since the configuration was stored.
+    func verifiedCABundle() throws -> [UInt8]? {
+        guard let caBundle else { return nil }
         guard let expected = caBundleSHA256 else {
             throw VaultError(.tampered, "the stored CA bundle has no recorded fingerprint", path: caBundle,
                              fix: "store the client again with 'vault client --ca-bundle'")
         }
-        guard try Self.fingerprint(ofBundle: caBundle) == expected else {
+        let bytes = try SecureFileSystem.readInputFile(caBundle, maxBytes: 16 << 20)
+        guard try SHA256.hash(bytes).hexString == expected else {
             throw VaultError(.tampered, "the CA bundle changed since the OAuth client was stored; it decides which servers are trusted",
                              path: caBundle, fix: "if the change is yours, store the client again with 'vault client --ca-bundle'")
         }
+        return bytes
     }
 
     /// The configuration sealed in a store (the vault file or PostgreSQL), if any.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 @testable import CredentialVault
 import VaultCrypto
@@ -202,5 +203,40 @@ private final class RacingCommits: @unchecked Sendable {
         guard go else { return }
         defer { lock.withLock { busy = false } }
         try? writer.put(NewEntry(name: "racer-\(commits)", secret: secret("x")))
+    }
+
+    /// The PostgreSQL stores' generation record (`StoreGenerationMemory`): only a record made with
+    /// the store's key is believed; an altered, truncated or foreign one is ignored, never trusted;
+    /// a lower generation never replaces a higher one unless a rollback is accepted.
+    @Test static func onlyAnAuthenticRecordIsBelievedAndItNeverGoesDown() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let directory = temp.child("generations")
+        let memory = StoreGenerationMemory(memory: .directory(directory), logger: Logging.Logger(label: "test"))
+        let storeID = try SecureRandom.bytes(count: 16)
+        let key = SymmetricKey(bytes: try SecureRandom.secureBytes(count: 32))
+        #expect(memory.read(storeID: storeID, key: key) == nil, "nothing remembered yet")
+        memory.write(storeID: storeID, generation: 7, key: key)
+        #expect(memory.read(storeID: storeID, key: key) == 7)
+        memory.write(storeID: storeID, generation: 5, key: key)
+        #expect(memory.read(storeID: storeID, key: key) == 7, "a process that saw less does not lower it")
+        memory.write(storeID: storeID, generation: 5, key: key, replacing: true)
+        #expect(memory.read(storeID: storeID, key: key) == 5, "an accepted rollback does")
+        #expect(memory.read(storeID: storeID, key: SymmetricKey(bytes: try SecureRandom.secureBytes(count: 32))) == nil,
+                "another store's key does not authenticate it")
+
+        let path = directory + "/pg-" + storeID.map { String(format: "%02x", $0) }.joined() + ".generation"
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        for offset in [0, 8, 9, 30, 40, 64] {
+            var flipped = original
+            flipped[offset] ^= 0x01
+            try flipped.write(to: URL(fileURLWithPath: path))
+            #expect(memory.read(storeID: storeID, key: key) == nil, "flipped byte \(offset) is not believed")
+        }
+        try original.prefix(40).write(to: URL(fileURLWithPath: path))
+        #expect(memory.read(storeID: storeID, key: key) == nil, "a truncated record is not believed")
+        // A forged higher generation (no key) is ignored, and the next write replaces it.
+        memory.write(storeID: storeID, generation: 9, key: key)
+        #expect(memory.read(storeID: storeID, key: key) == 9)
     }
 }

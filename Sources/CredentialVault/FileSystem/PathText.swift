@@ -10,6 +10,12 @@ import Glibc
 /// brings ICU and ~50 MB with it).
 package enum PathText {
     /// `base` + "/" + `component`, with one slash between them (`NSString.appendingPathComponent`).
+    /// `path` with every symbolic link, "." and ".." resolved, or nil when it does not exist
+    /// (`Syscall.canonicalPath`).
+    package static func canonical(_ path: String) -> String? {
+        try? Syscall.canonicalPath(path)
+    }
+
     package static func joining(_ base: String, _ component: String) -> String {
         if base.isEmpty { return component }
         if component.isEmpty { return base }

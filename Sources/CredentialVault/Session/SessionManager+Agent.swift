@@ -26,6 +26,12 @@ extension SessionManager {
 
     // MARK: The vault's session records, wherever the vault is open
 
+    /// Opens the vault (the key derivation, scrypt for a passphrase, off the cooperative pool)
+    /// before the synchronous reads below, unless the agent holds it.
+    func openVaultOffPool() async throws {
+        if agent == nil { _ = try await openStoreOffPool(create: false) }
+    }
+
     /// The credentials `owner` has stored, or nil (also when there is no vault).
     func readCredentials(owner: String) throws -> Credentials? {
         if let agent {
@@ -65,25 +71,22 @@ extension SessionManager {
 
     /// The vault's part of a sign-out through the agent (the profile has already forgotten the
     /// user): the user's credentials always, and items unless `localData` keeps them, go in one
-    /// write with a new data key; a replaced guest's items go too.
+    /// write with a new data key; a replaced guest's items go in another.
     /// - Returns: The credentials removed (for revocation), or nil.
     func endSessionThroughAgent(_ agent: AgentBinding, user: User?, localData: LocalDataPolicy, replacedGuest: String?) throws -> Credentials? {
+        /// Removes the entries of `owner` that `removing` selects, in one write with a new data key.
+        func remove(owner: String, _ removing: (String) -> Bool = { _ in true }) throws {
+            let names = try agent.client.list(directory: agent.directory, owner: owner).map(\.name).filter(removing)
+            if !names.isEmpty { try agent.client.remove(names: names, owner: owner, rotatingDataKey: true, directory: agent.directory) }
+        }
         var removed: Credentials?
         if let user {
             let owner = SessionNamespaces.user(user.id)
             removed = try readCredentials(owner: owner)
-            let names = try agent.client.list(directory: agent.directory, owner: owner).map(\.name)
-                .filter { localData != .keep || $0.hasPrefix(SessionNamespaces.Reserved.prefix) }
-            if !names.isEmpty {
-                try agent.client.remove(names: names, owner: owner, rotatingDataKey: true, directory: agent.directory)
-            }
+            try remove(owner: owner) { localData != .keep || $0.hasPrefix(SessionNamespaces.Reserved.prefix) }
             logger.info("signed out", metadata: ["user": "\(user.id)"])
         }
-        if let replacedGuest {
-            let owner = SessionNamespaces.guest(replacedGuest)
-            let names = try agent.client.list(directory: agent.directory, owner: owner).map(\.name)
-            if !names.isEmpty { try agent.client.remove(names: names, owner: owner, rotatingDataKey: true, directory: agent.directory) }
-        }
+        if let replacedGuest { try remove(owner: SessionNamespaces.guest(replacedGuest)) }
         return removed
     }
 }

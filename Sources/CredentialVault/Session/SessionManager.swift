@@ -221,7 +221,7 @@ public actor SessionManager {
 
     /// The state of a profile that names `user`: from the user's credentials in the vault.
     private func state(of user: User, minTTL: Duration) async throws -> SessionState {
-        if agent == nil { _ = try await openStoreOffPool(create: false) }
+        try await openVaultOffPool()
         guard let credentials = try readCredentials(owner: SessionNamespaces.user(user.id)) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
         guard isValid(credentials, minTTL: minTTL) else {
             return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)
@@ -680,7 +680,7 @@ public actor SessionManager {
 
     /// `signInLanded`, with the unlock off the cooperative pool.
     private func signInLandedOffPool(_ journal: PendingSignIn) async throws -> Bool {
-        if agent == nil { _ = try await openStoreOffPool(create: false) }
+        try await openVaultOffPool()
         return try signInLanded(journal)
     }
 

@@ -26,7 +26,7 @@ extension VaultCommand {
             // Someone signed in: signed out first, and the removed tokens revoked with the stored
             // client (as 'vault signout' does), before the guest starts over.
             if let user = state.user {
-                let stored = await TokenRevocation.storedClient(options, context: context)
+                let stored = await context.storedClientResult(options)
                 let removed = try await session.signOut()
                 ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
                 await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context, session: session)

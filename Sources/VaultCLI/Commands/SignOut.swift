@@ -40,7 +40,7 @@ extension VaultCommand {
             // With a client stored, the tokens are revoked after the wipe (this runs in vault-oauth
             // when it is installed; without it the wipe still happens, and the revocation is reported failed).
             let session = try await context.session(options, fleetSession: fleetSession, key: .whenVaultExists)
-            let stored = await TokenRevocation.storedClient(options, context: context)
+            let stored = await context.storedClientResult(options)
             if recover { return try await recoverMissingProfile(session, stored: stored, context: context) }
             let before = await session.restore()
             let removed = try await session.signOut(newAnonymousID: newAnonymousID)

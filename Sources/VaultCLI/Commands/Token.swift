@@ -41,14 +41,15 @@ extension VaultCommand {
             // The session and the client's secret share the context's store (one key derivation), or
             // both go through the user's agent when it holds the vault: the key stays there. A
             // client_credentials client signs its first token in, which needs the vault itself.
-            let grant = (try? await context.storedClient(options))??.grant
+            let stored = await context.storedClientResult(options)
+            let grant = (try? stored.get())??.grant
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists,
                                                     leeway: leeway.map { .seconds($0) }, throughAgent: grant != .clientCredentials)
             let state = await manager.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try StandardIO.printOutput(credentials.accessToken)
             }
-            if !state.isUnavailable, let stored = try await context.storedClient(options) {
+            if !state.isUnavailable, let stored = try stored.get() {
                 // Runs in vault-oauth when it is installed; without it the client is missing (66).
                 let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
                     try await Self.fresh(session: manager, state: state, stored: stored, client: client, minTTL: minTTL)

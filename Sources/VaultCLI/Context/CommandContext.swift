@@ -298,6 +298,18 @@ package final class CommandContext: Sendable {
         return try await StoredClientConfiguration.load(from: try await openFleetSessions(options))
     }
 
+    /// `storedClient`, or the reason it cannot be used (a forged profile copy), for a command that
+    /// reads it first and decides later whether the reason matters (sign-out wipes whatever it says).
+    func storedClientResult(_ options: VaultOptions) async -> Result<StoredClientConfiguration?, VaultError> {
+        do {
+            return .success(try await storedClient(options))
+        } catch let error as VaultError {
+            return .failure(error)
+        } catch {
+            return .failure(VaultError(.io, "the OAuth client configuration could not be read"))
+        }
+    }
+
     /// A client for `stored`, with its secret (when its method sends one) read through the
     /// store this context opened: no second key derivation.
     /// - Parameter server: the command's `--request-timeout`.

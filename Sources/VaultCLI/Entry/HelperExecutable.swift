@@ -60,7 +60,7 @@ struct HelperExecutable: Sendable {
             exit(ErrorReport.report(error, oauth: nil) ?? VaultExitStatus.notFound)
         }
         for candidate in candidates() {
-            guard let resolved = Self.canonical(candidate), access(resolved, X_OK) == 0 else { continue }
+            guard let resolved = PathText.canonical(candidate), access(resolved, X_OK) == 0 else { continue }
             do {
                 try checkSafe(resolved)
             } catch {
@@ -107,12 +107,6 @@ struct HelperExecutable: Sendable {
         }
     }
 
-    /// `path` with every symbolic link and `..` resolved, or nil when it does not exist.
-    private static func canonical(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
 
     /// The one place the process is replaced (`execv`): with the same arguments and environment,
     /// plus `handOverMarker`. Returns only when `execv` failed (the marker is removed again).

@@ -115,7 +115,15 @@ package struct StoredClientConfiguration: Equatable, Sendable {
 
     /// The SHA-256 (hex) of a CA bundle's contents.
     static func fingerprint(ofBundle path: String) throws -> String {
-        try SHA256.hash(try SecureFileSystem.readInputFile(path, maxBytes: 16 << 20)).hexString
+        try fingerprint(of: try readBundle(path))
+    }
+
+    private static func readBundle(_ path: String) throws -> [UInt8] {
+        try SecureFileSystem.readInputFile(path, maxBytes: 16 << 20)
+    }
+
+    private static func fingerprint(of bytes: [UInt8]) throws -> String {
+        try SHA256.hash(bytes).hexString
     }
 
     /// The CA bundle's bytes, read once and checked against the SHA-256 sealed with the
@@ -127,8 +135,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
             throw VaultError(.tampered, "the stored CA bundle has no recorded fingerprint", path: caBundle,
                              fix: "store the client again with 'vault client --ca-bundle'")
         }
-        let bytes = try SecureFileSystem.readInputFile(caBundle, maxBytes: 16 << 20)
-        guard try SHA256.hash(bytes).hexString == expected else {
+        let bytes = try Self.readBundle(caBundle)
+        guard try Self.fingerprint(of: bytes) == expected else {
             throw VaultError(.tampered, "the CA bundle changed since the OAuth client was stored; it decides which servers are trusted",
                              path: caBundle, fix: "if the change is yours, store the client again with 'vault client --ca-bundle'")
         }

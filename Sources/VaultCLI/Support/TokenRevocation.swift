@@ -5,18 +5,6 @@ import CredentialVault
 /// the tokens it could not revoke are kept sealed in the vault (at most 16, none older than 30
 /// days, never listed) until a later sign-out reaches the same server with the same client id.
 enum TokenRevocation {
-    /// The stored client, or the reason it cannot be used (a forged profile copy): read before the
-    /// sign-out, reported after it by `revoke(_:stored:context:)`.
-    static func storedClient(_ options: VaultOptions, context: CommandContext) async -> Result<StoredClientConfiguration?, VaultError> {
-        do {
-            return .success(try await context.storedClient(options))
-        } catch let error as VaultError {
-            return .failure(error)
-        } catch {
-            return .failure(VaultError(.io, "the OAuth client configuration could not be read"))
-        }
-    }
-
     /// Revokes `removed` with the stored client, if one is stored; says why not when it cannot be
     /// used. Tokens whose revocation fails are kept sealed in the vault (`session`'s pending
     /// revocations) and tried again by the next sign-out that reaches the same server; those

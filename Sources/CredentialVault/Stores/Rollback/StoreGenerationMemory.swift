@@ -32,13 +32,16 @@ package struct StoreGenerationMemory: Sendable {
                 logger.warning("ignoring a store generation record of the wrong size", metadata: ["path": "\(path)"])
                 return nil
             }
-            let body = Array(bytes.prefix(33))
-            guard body.starts(with: Self.magic), body[8] == Self.version, Array(body[9..<25]) == storeID,
-                  SecureBytes(copying: Array(bytes.suffix(32))) == SecureBytes(copying: try mac(body, storeID: storeID, key: key)) else {
+            var reader = ByteReader(bytes, region: "store generation record")
+            let magic = try reader.readBytes(Self.magic.count), version = try reader.readUInt8()
+            let id = try reader.readBytes(storeID.count), generation = try reader.readUInt64()
+            guard magic.elementsEqual(Self.magic), version == Self.version, id.elementsEqual(storeID),
+                  try HMACSHA256.isValidAuthenticationCode(Array(bytes.suffix(32)), for: Array(bytes.prefix(33)),
+                                                           using: macKey(storeID: storeID, key: key)) else {
                 logger.warning("ignoring a store generation record that is malformed or not authentic", metadata: ["path": "\(path)"])
                 return nil
             }
-            return body[25..<33].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return generation
         } catch {
             logger.warning("ignoring an unreadable store generation record", metadata: ["path": "\(path)", "error": "\(error)"])
             return nil
@@ -52,19 +55,21 @@ package struct StoreGenerationMemory: Sendable {
         guard let directory, let path = path(storeID) else { return }
         if !replacing, let remembered = read(storeID: storeID, key: key), remembered >= generation { return }
         do {
-            var body = Self.magic + [Self.version] + storeID
-            body += withUnsafeBytes(of: generation.bigEndian, Array.init)
+            var writer = ByteWriter(capacity: 65)
+            writer.append(contentsOf: Self.magic)
+            writer.append(Self.version)
+            writer.append(contentsOf: storeID)
+            writer.append(generation)
+            let mac = try HMACSHA256.authenticationCode(for: writer.bytes, using: macKey(storeID: storeID, key: key))
             try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
-            try SecureFileSystem.writeFileAtomically(path, contents: body + (try mac(body, storeID: storeID, key: key)), durable: false)
+            try SecureFileSystem.writeFileAtomically(path, contents: writer.bytes + mac, durable: false)
         } catch {
             logger.warning("could not remember the store's generation", metadata: ["path": "\(path)", "error": "\(error)"])
         }
     }
 
-    private func mac(_ body: [UInt8], storeID: [UInt8], key: SymmetricKey) throws -> [UInt8] {
-        let derived = SymmetricKey(bytes: try HKDFSHA256.deriveKey(inputKeyMaterial: key.bytes, salt: storeID, info: Self.info,
-                                                                   outputByteCount: 32))
-        return try HMACSHA256.authenticationCode(for: body, using: derived)
+    private func macKey(storeID: [UInt8], key: SymmetricKey) throws -> SymmetricKey {
+        SymmetricKey(bytes: try HKDFSHA256.deriveKey(inputKeyMaterial: key.bytes, salt: storeID, info: Self.info, outputByteCount: 32))
     }
 
     private func path(_ storeID: [UInt8]) -> String? {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reader of vault formats v1 and v2, written from docs/FORMAT.md alone.
+"""Independent reader of vault formats v1, v2 and v3, written from docs/FORMAT.md alone.
 
 Usage: decrypt-vault.py VAULT_FILE (--key-file FILE | --passphrase-file FILE)
 Prints the entries as JSON (secrets base64-encoded). Used by the test suite to
@@ -8,6 +8,7 @@ prove that the format document is complete; not part of the product.
 import argparse, base64, hashlib, hmac, json, struct, sys
 
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
@@ -74,7 +75,7 @@ def main():
     major = data[8]
     if major == 1:
         header_len, checksummed, maced = 190, 182, 150
-    elif major == 2:
+    elif major in (2, 3):
         header_len, checksummed, maced = 182, 174, 142
     else:
         sys.exit("unsupported version")
@@ -94,7 +95,8 @@ def main():
     mac = data[maced:maced + 32]
     values_start = header_len + 12 + index_len + 16
     if len(data) != values_start + values_len: sys.exit("length mismatch")
-    if major == 2 and (values_start % 1024 or values_len % 1024): sys.exit("regions not padded")
+    if major >= 2 and (values_start % 1024 or values_len % 1024): sys.exit("regions not padded")
+    if major == 3 and values_len == 0: sys.exit("values region missing")
 
     if kind == 1:
         passphrase = open(args.passphrase_file, "rb").read()
@@ -107,7 +109,7 @@ def main():
     else:
         sys.exit("unknown slot kind")
     dek = AESGCM(kek).decrypt(wrap_nonce, wrapped + wrap_tag, data[:70])
-    label = b"vault/v%d/" % major
+    label = b"vault/v%d/" % min(major, 2)   # v3 keeps v2's header-MAC and index keys
     k_mac = hkdf(dek, vault_id, label + b"header-mac")
     k_index = hkdf(dek, vault_id, label + b"index")
     k_value = hkdf(dek, vault_id, b"vault/v1/value")
@@ -115,6 +117,14 @@ def main():
 
     index = AESGCM(k_index).decrypt(data[header_len:header_len + 12], data[header_len + 12:values_start], data[:header_len])
     region = data[values_start:]
+    overhead = 0
+    if major == 3:
+        # The values layer: salt (32) ‖ AES-256-CTR(values ‖ zero padding), initial counter block
+        # 16 zero bytes, key HKDF(DEK, vault_id ‖ salt, "vault/v3/values-layer").
+        layer_key = hkdf(dek, vault_id + region[:32], b"vault/v3/values-layer")
+        decryptor = Cipher(algorithms.AES(layer_key), modes.CTR(bytes(16))).decryptor()
+        region = decryptor.update(region[32:]) + decryptor.finalize()
+        overhead = 32
     if index[:16] != vault_id: sys.exit("index binding")
     if major == 1:
         if struct.unpack(">Q", index[16:24])[0] != generation: sys.exit("index binding")
@@ -123,7 +133,8 @@ def main():
     else:
         generation, count, exact_values = struct.unpack(">QIQ", index[16:36])
         # index[36:68] is the state key (for the rollback record; not needed to read).
-        if -(-exact_values // 1024) * 1024 != len(region): sys.exit("values length does not match the region")
+        if -(-(exact_values + overhead) // 1024) * 1024 - overhead != len(region):
+            sys.exit("values length does not match the region")
         if any(region[exact_values:]): sys.exit("non-zero values padding")
         entries, end = parse_entries(index, 68, count, region[:exact_values], k_value, vault_id)
         fixed = header_len + 12 + 16

@@ -79,6 +79,26 @@ static void release_context(EVP_CIPHER_CTX *ctx, int healthy) {
     EVP_CIPHER_CTX_free(ctx);
 }
 
+int vault_aes256ctr_xor(const uint8_t *key,
+                        const uint8_t *counter_block,
+                        const uint8_t *input, size_t length,
+                        uint8_t *output) {
+    if (key == NULL || counter_block == NULL || length > INT_MAX) return VAULT_SHIM_ERROR;
+    if (length > 0 && (input == NULL || output == NULL)) return VAULT_SHIM_ERROR;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return VAULT_SHIM_ERROR;
+    int result = VAULT_SHIM_ERROR;
+    int len = 0;
+    uint8_t final_block[16];
+    if (EVP_EncryptInit_ex(ctx, EVP_aes_256_ctr(), NULL, key, counter_block) != 1) goto done;
+    if (length > 0 && EVP_EncryptUpdate(ctx, output, &len, input, (int)length) != 1) goto done;
+    if (EVP_EncryptFinal_ex(ctx, final_block, &len) != 1 || len != 0) goto done;  // a stream mode emits nothing here
+    result = VAULT_SHIM_OK;
+done:
+    EVP_CIPHER_CTX_free(ctx);   // wipes the key schedule
+    return result;
+}
+
 int vault_aes256gcm_seal(const uint8_t *key,
                          const uint8_t *nonce,
                          const uint8_t *aad, size_t aad_len,

@@ -131,8 +131,11 @@ struct RealServerResilienceTests {
         let elapsed = ContinuousClock.now - started
         #expect(error?.kind == .transient)
         // The head came at once and the body would take 28 s: only a deadline over the whole
-        // exchange ends it near 1.5 s (a refresh is not sent twice).
-        #expect(elapsed < .seconds(10), "took \(elapsed)")
+        // exchange ends it before then (a refresh is not sent twice). The bound is the body's 28 s,
+        // not the 1.5 s deadline: this process runs hundreds of tests at once, and blocking ones can
+        // hold every thread of Swift's cooperative pool, so a timer here may fire late (16 s was seen
+        // on one core). The tight bound is checked in a process of its own: CLIAgainstServerTests.
+        #expect(elapsed < .seconds(25), "took \(elapsed)")
         try await expectKept(folder, refreshToken: initial.refreshToken)
     }
 

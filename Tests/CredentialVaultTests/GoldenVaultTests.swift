@@ -3,7 +3,7 @@ import Testing
 @testable import CredentialVault
 import VaultCrypto
 
-/// Golden vault files written once by format 1.0 (`v1-*`) and 2.0 (`v2-*`) and committed.
+/// Golden vault files written once by format 1.0 (`v1-*`), 2.0 (`v2-*`) and 3.0 (`v3-*`) and committed.
 /// They must open, with exactly these contents, in every later version. Never regenerate
 /// them: a change that breaks them is a format break and needs a new major version that
 /// still reads these.
@@ -32,7 +32,7 @@ import VaultCrypto
         ("v1-empty.vault", "bob.key", [], false),
         ("v1-passphrase-logn10.vault", "alice.passphrase", Array(richEntries.prefix(2)), false),
         ("v1-passphrase-logn17.vault", "alice.passphrase", Array(richEntries.prefix(1)), true),
-    ] + goldenFilesV2
+    ] + goldenFilesV2 + goldenFilesV3
 
     /// The format 2.0 golden files (written by `writeGoldenFiles` with VAULT_WRITE_GOLDEN=v2).
     static let goldenFilesV2: [(file: String, key: String, entries: [Expected], standardPolicy: Bool)] = [
@@ -40,6 +40,14 @@ import VaultCrypto
         ("v2-empty.vault", "bob.key", [], false),
         ("v2-passphrase-logn10.vault", "alice.passphrase", Array(richEntries.prefix(2)), false),
         ("v2-passphrase-logn17.vault", "alice.passphrase", Array(richEntries.prefix(1)), true),
+    ]
+
+    /// The format 3.0 golden files (written by `writeGoldenFiles` with VAULT_WRITE_GOLDEN=v3).
+    static let goldenFilesV3: [(file: String, key: String, entries: [Expected], standardPolicy: Bool)] = [
+        ("v3-keyfile.vault", "alice.key", richEntries, false),
+        ("v3-empty.vault", "bob.key", [], false),
+        ("v3-passphrase-logn10.vault", "alice.passphrase", Array(richEntries.prefix(2)), false),
+        ("v3-passphrase-logn17.vault", "alice.passphrase", Array(richEntries.prefix(1)), true),
     ]
 
     static func key(_ name: String, _ temp: TemporaryDirectory) throws -> VaultKey {
@@ -80,7 +88,7 @@ import VaultCrypto
         #expect(try store.verify().isIntact)
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
         #expect(bytes == Array(try Fixtures.data("golden/\(file)")), "reading changed the file")
-        #expect(bytes[8] == (file.hasPrefix("v1-") ? 1 : 2))
+        #expect(bytes[8] == (file.hasPrefix("v1-") ? 1 : file.hasPrefix("v2-") ? 2 : 3))
     }
 
     @Test func independentPythonReaderDecryptsTheGoldenFiles() throws {
@@ -135,14 +143,15 @@ import VaultCrypto
     }
 
     /// Writes the golden files of the current format into the source tree. Run once, by hand, with
-    /// `VAULT_WRITE_GOLDEN=v2 swift test --filter writeGoldenFiles`; never again for v2 (v1 was
-    /// written by format 1.0 with `VAULT_WRITE_GOLDEN=1`; this build cannot write v1).
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["VAULT_WRITE_GOLDEN"] == "v2"))
+    /// `VAULT_WRITE_GOLDEN=v3 swift test --filter writeGoldenFiles`; never again for v3 (v1 was
+    /// written by format 1.0 with `VAULT_WRITE_GOLDEN=1`, v2 by 2.0 with `VAULT_WRITE_GOLDEN=v2`;
+    /// this build makes new vaults as v3).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["VAULT_WRITE_GOLDEN"] == "v3"))
     func writeGoldenFiles() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }
         let target = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/golden")
-        for golden in Self.goldenFilesV2 {
+        for golden in Self.goldenFilesV3 {
             let directory = temp.child(golden.file)
             let store = try SecretStore.create(in: directory, key: Self.key(golden.key, temp),
                                                options: Self.options(standard: golden.standardPolicy))

@@ -18,8 +18,9 @@ import Testing
 
     @Test func anUnknownMajorVersionIsReportedBeforeTheHeaderEndsEarly() {
         let magic = VaultFileLayout.magic
-        #expect(Self.code(magic + [3]) == .unsupportedVersion)
-        #expect(Self.code(magic + [3, 0]) == .unsupportedVersion)
+        #expect(Self.code(magic + [4]) == .unsupportedVersion)
+        #expect(Self.code(magic + [4, 0]) == .unsupportedVersion)
+        #expect(Self.code(magic + [3]) == .corrupt, "a known major (3): the header ends early")
         #expect(Self.code(magic + [0]) == .unsupportedVersion)
         #expect(Self.code(magic + [2]) == .corrupt, "a known major: the header ends early")
         #expect(Self.code(magic + [2, 0, 0, 0]) == .corrupt)

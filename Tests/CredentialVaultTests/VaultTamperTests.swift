@@ -15,21 +15,21 @@ import VaultCrypto
         let layout: HeaderLayout
     }
 
-    /// v2: a fresh vault with two entries of equal length. v1: `golden/v1-keyfile.vault`
-    /// (`v1-passphrase-logn10.vault` for a passphrase).
-    static func makeSample(version: UInt8 = 2, passphrase: Bool = false) throws -> Sample {
+    /// v3: a fresh vault with two entries of equal length. v1 and v2: `golden/vN-keyfile.vault`
+    /// (`vN-passphrase-logn10.vault` for a passphrase).
+    static func makeSample(version: UInt8 = 3, passphrase: Bool = false) throws -> Sample {
         let temp = try TemporaryDirectory("vault-tamper")
         let key = passphrase ? try Fixtures.passphrase() : try Fixtures.keyFile("alice.key", in: temp)
-        if version == 1 {
-            let bytes = try Array(Fixtures.data(passphrase ? "golden/v1-passphrase-logn10.vault" : "golden/v1-keyfile.vault"))
-            return Sample(temp: temp, key: key, bytes: bytes, layout: .v1)
+        if version < 3 {
+            let name = passphrase ? "golden/v\(version)-passphrase-logn10.vault" : "golden/v\(version)-keyfile.vault"
+            return Sample(temp: temp, key: key, bytes: try Array(Fixtures.data(name)), layout: version == 1 ? .v1 : .v2)
         }
         let store = try SecretStore.create(in: temp.child("original"), key: key, options: .testing())
         try store.put(NewEntry(name: "access", secret: secret("AAAAAAAAAAAAAAAA"), kind: .accessToken))
         try store.put(NewEntry(name: "refresh", secret: secret("RRRRRRRRRRRRRRRR"), kind: .refreshToken))
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
-        #expect(bytes[8] == 2, "this build writes format v2")
-        return Sample(temp: temp, key: key, bytes: bytes, layout: .v2)
+        #expect(bytes[8] == 3, "this build makes new vaults as format v3")
+        return Sample(temp: temp, key: key, bytes: bytes, layout: .v3)
     }
 
     /// Writes `bytes` as a vault in a fresh directory and tries to use it fully.
@@ -59,13 +59,14 @@ import VaultCrypto
 
     static func expected(forFlippedByteAt offset: Int, _ layout: HeaderLayout) -> Set<VaultError.Code> {
         switch offset {
-        case 8: [.unsupportedVersion]
+        // Another major this build reads (3 ⇄ 2) fails at the checksum; an unknown one (1 → 0) before it.
+        case 8: HeaderLayout.forMajor(layout.majorVersion ^ 0x01) == nil ? [.unsupportedVersion] : [.corrupt]
         case 0..<layout.headerByteCount: [.corrupt]
         default: [.tampered]
         }
     }
 
-    static let versions: [UInt8] = [2, 1]
+    static let versions: [UInt8] = [3, 2, 1]
 
     @Test(arguments: versions)
     func openRejectsEveryFlippedByte(version: UInt8) throws {
@@ -97,6 +98,9 @@ import VaultCrypto
             let error = try Self.attempt(bytes, sample: sample, name: "hdr")
             let code = try #require(error?.code, "editing header byte \(offset) went unnoticed")
             switch offset {
+            // 3 ⇄ 2 with a recomputed checksum: the major version is in the wrapped key's AAD.
+            case 8 where HeaderLayout.forMajor(sample.layout.majorVersion ^ 0x01) != nil:
+                #expect(code == .wrongKey, "byte \(offset): \(code)")
             case 8, 10..<12: #expect(code == .unsupportedVersion, "byte \(offset)")
             case 28..<38: #expect([.corrupt, .wrongKey, .kdfOutsidePolicy, .suspiciousKDFParameters].contains(code), "byte \(offset): \(code)")
             case 9, 12..<130: #expect(code == .wrongKey, "byte \(offset): \(code)")
@@ -129,19 +133,21 @@ import VaultCrypto
         }
     }
 
-    @Test func swappedValuesAreDetected() throws {
-        let sample = try Self.makeSample()
+    @Test(arguments: [3, 2] as [UInt8])
+    func swappedValuesAreDetected(version: UInt8) throws {
+        let sample = try Self.makeSample(version: version)
         defer { sample.temp.cleanUp() }
-        // The two 16-byte values open the (padded) values region, in index order.
+        // The values open the (padded) values region, in index order (v3: after the layer's salt,
+        // under its key stream, so swapped bytes come out garbled; each value's own seal fails).
         var bytes = sample.bytes
-        let start = try VaultFileHeader.parse(bytes, path: nil).valuesStart
+        let start = try VaultFileHeader.parse(bytes, path: nil).valuesStart + (version == 3 ? VaultFileLayout.valuesLayerOverhead : 0)
         let first = Array(bytes[start..<(start + 16)])
         let second = Array(bytes[(start + 16)..<(start + 32)])
         bytes.replaceSubrange(start..<(start + 16), with: second)
         bytes.replaceSubrange((start + 16)..<(start + 32), with: first)
         let error = try Self.attempt(bytes, sample: sample, name: "swap")
         #expect(error?.code == .tampered)
-        #expect(error?.message.contains("value of entry") == true)
+        #expect(error?.message.contains("value of entry") == true, "\(String(describing: error))")
     }
 
     @Test func spliceOfTwoVaultsIsDetected() throws {
@@ -220,11 +226,11 @@ import VaultCrypto
     func unknownVersionAndFlagsAreRefused(version: UInt8) throws {
         let sample = try Self.makeSample(version: version)
         defer { sample.temp.cleanUp() }
-        var version3 = sample.bytes
-        version3[8] = 3
-        let error = try Self.attempt(version3, sample: sample, name: "v3")
+        var version4 = sample.bytes
+        version4[8] = 4
+        let error = try Self.attempt(version4, sample: sample, name: "v4")
         #expect(error?.code == .unsupportedVersion)
-        #expect(error?.message.contains("3.0") == true)
+        #expect(error?.message.contains("4.0") == true)
         var flags = sample.bytes
         flags[11] = 1
         try Self.fixChecksum(&flags, sample.layout)

@@ -115,7 +115,7 @@ struct PostgresStoreCommandTests {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
         let store = ["--store", try PostgresCLI.requireURL()]
-        for command in [["guest"], ["passwd"], ["rotate"], ["add", "g", "--guest"]] {
+        for command in [["guest"], ["passwd"], ["rotate"], ["upgrade-format"], ["add", "g", "--guest"]] {
             let result = try sandbox.run(command + store, stdin: Data("x".utf8), environment: key)
             #expect(result.status == 64, "\(command): \(result.stderrText)")
             #expect(result.stderrText.contains("vault file only"), "\(command)")

@@ -68,7 +68,8 @@ import Testing
     /// 64 named the calls a fleet session does not have (`unsupportedOperation`); v7 before `inject`,
     /// `import` and the exec/import environment (XDG_RUNTIME_DIR, TMPDIR, GNUPGHOME); v8 before `agent`,
     /// `unlock`, `lock`, the agent in the key order and exit statuses 69/77 naming the agent.
-    static let helpSnapshot = "help-80-columns-v9.txt"
+    /// v9 before `upgrade-format` (format 3).
+    static let helpSnapshot = "help-80-columns-v10.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

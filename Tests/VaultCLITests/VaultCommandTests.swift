@@ -56,12 +56,13 @@ import Testing
         let intact = try sandbox.run(["verify"], environment: key)
         #expect(intact.status == 0)
         #expect(intact.stdoutText.contains("1 entry checked, all authentic"))
-        // Format v2: the values region starts at 210 + index_length (header field at offset 130,
-        // big-endian); its first bytes are the secret's ciphertext.
+        // Format v3: the values region starts at 210 + index_length (header field at offset 130,
+        // big-endian); after its 32-byte salt come the secret's ciphertext, under the layer's key
+        // stream (a flipped bit there flips the same bit of the value's own ciphertext).
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.vaultFile)))
-        #expect(bytes[8] == 2)
+        #expect(bytes[8] == 3)
         let indexLength = bytes[130..<134].reduce(0) { $0 << 8 | Int($1) }
-        try flipByte(at: 210 + indexLength + 2, in: sandbox.vaultFile)
+        try flipByte(at: 210 + indexLength + 32 + 2, in: sandbox.vaultFile)
         let damaged = try sandbox.run(["verify", "--json"], environment: key)
         #expect(damaged.status == 65)
         let report = try #require(try JSONSerialization.jsonObject(with: damaged.stdout) as? [String: Any])

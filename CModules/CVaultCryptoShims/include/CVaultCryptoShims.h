@@ -22,6 +22,14 @@
 #define VAULT_SHIM_AUTH_FAILED 0
 #define VAULT_SHIM_ERROR (-1)
 
+/// AES-256-CTR (NIST SP 800-38A) with a 32-byte key and a 16-byte initial counter block: XORs
+/// `length` bytes of `input` with the key stream into `output` (the same call encrypts and
+/// decrypts). No authentication: callers authenticate what it protects by other means.
+int vault_aes256ctr_xor(const uint8_t *key,
+                        const uint8_t *counter_block,
+                        const uint8_t *input, size_t length,
+                        uint8_t *output);
+
 /// AES-256-GCM encryption with a 32-byte key, a 12-byte nonce and a 16-byte tag.
 /// `ciphertext` must hold `plaintext_len` bytes, `tag` 16 bytes.
 int vault_aes256gcm_seal(const uint8_t *key,

@@ -325,6 +325,41 @@ public final class SecretStore: Sendable {
         }
     }
 
+    /// The major version of the vault file's format (1, 2 or 3), as last read.
+    /// - Throws: the errors of `open`.
+    public func formatVersion() throws -> Int {
+        try read { image, _ in Int(image.majorVersion) }
+    }
+
+    /// Rewrites the vault in the newest format this build writes (version 3: the values region,
+    /// padding included, is sealed anew on every write, so a file no longer shows where the
+    /// ciphertext ends; docs/FORMAT.md). A write keeps a version 2 file at version 2 so that older
+    /// builds can still read it; this is the explicit step that moves it on. Keys, entries and
+    /// their ciphertexts are kept; the generation counts the write. Nothing is written when the
+    /// file is already current.
+    /// - Returns: The version before and after.
+    /// - Throws: `.busy`, and the errors of `open`.
+    @discardableResult
+    public func upgradeFormat() throws -> FormatUpgrade {
+        try state.withLock { state in
+            let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
+            defer { lock.release() }
+            SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
+            var (image, keys, kek) = try load(&state)
+            let previous = Int(image.majorVersion)
+            guard image.majorVersion < VaultFileLayout.currentMajorVersion else {
+                return FormatUpgrade(previousVersion: previous, version: previous)
+            }
+            image.majorVersion = VaultFileLayout.currentMajorVersion
+            image.minorVersion = VaultFileLayout.minorVersion
+            image.generation = try Self.nextGeneration(after: image.generation, path: vaultPath)
+            try write(image, keys: keys, kek: kek, state: &state)
+            state.lastDecoded = nil
+            options.logger.info("vault format upgraded", metadata: ["from": "\(previous)", "to": "\(image.majorVersion)"])
+            return FormatUpgrade(previousVersion: previous, version: Int(image.majorVersion))
+        }
+    }
+
     /// Destroys the vault: overwrites the file (and with it the wrapped key) with zeros,
     /// removes it, and forgets the keys held in memory. The lock file stays (see `FileLock`).
     /// Earlier generations in freed disk blocks are not reached: see `wipe(in:lockTimeout:)`.

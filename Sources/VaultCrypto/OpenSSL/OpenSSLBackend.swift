@@ -76,6 +76,16 @@ enum OpenSSLBackend {
 
     // MARK: AES-256-GCM
 
+    /// XORs `input` with the AES-256-CTR key stream into `output` (`vault_aes256ctr_xor`).
+    static func aesCTRXor(key: UnsafeRawBufferPointer, counterBlock: UnsafeRawBufferPointer,
+                          input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) throws {
+        precondition(key.count == aesKeyByteCount && counterBlock.count == 16, "sizes are validated by AES256CTR before reaching the backend")
+        precondition(output.count >= input.count, "output buffer too small")
+        let rc = vault_aes256ctr_xor(u8(key), u8(counterBlock), u8(input), input.count,
+                                     output.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        guard rc == VAULT_SHIM_OK else { throw drainErrors(operation: "AES-256-CTR") }
+    }
+
     /// Encrypts with `vault_aes256gcm_seal` (EVP_EncryptInit_ex and friends).
     static func aesGCMSeal(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
                            plaintext: UnsafeRawBufferPointer, ciphertext: UnsafeMutableRawBufferPointer,

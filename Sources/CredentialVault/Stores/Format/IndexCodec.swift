@@ -84,9 +84,12 @@ enum IndexCodec {
         return entries
     }
 
-    /// Decodes a v2 index: as v1, plus the exact values length (the region after it must be
+    /// Decodes a v2 or v3 index: as v1, plus the exact values length (the region after it must be
     /// zero and exactly the padded size), the state key, and canonical index padding.
-    static func decodeV2(_ plain: [UInt8], vaultID: [UInt8], valuesRegion: ArraySlice<UInt8>, path: String?) throws -> IndexContents {
+    /// `valuesRegion` is the values and their padding: in v3, the opened values layer, whose
+    /// salt and tag (`regionOverhead` bytes) count towards the padded size.
+    static func decodeV2(_ plain: [UInt8], vaultID: [UInt8], valuesRegion: ArraySlice<UInt8>, regionOverhead: Int = 0,
+                         path: String?) throws -> IndexContents {
         var reader = ByteReader(plain, region: "entry index")
         func corrupt(_ why: String) -> VaultError { VaultError.tampered(region: "entry index (\(why))", path: path) }
 
@@ -98,8 +101,8 @@ enum IndexCodec {
         guard count <= VaultLimits.maximumEntries else { throw corrupt("\(count) entries exceed the cap") }
         let valuesLength = try reader.readUInt64()
         guard valuesLength <= UInt64(valuesRegion.count),
-              VaultFileLayout.paddedUp(Int(valuesLength)) == valuesRegion.count else {
-            throw corrupt("values length \(valuesLength) does not match the padded values region of \(valuesRegion.count) bytes")
+              VaultFileLayout.paddedUp(Int(valuesLength) + regionOverhead) - regionOverhead == valuesRegion.count else {
+            throw corrupt("values length \(valuesLength) does not match the padded values region of \(valuesRegion.count + regionOverhead) bytes")
         }
         let stateKey = Array(try reader.readBytes(VaultFileLayout.stateKeyByteCount))
         let values = valuesRegion.prefix(Int(valuesLength))

@@ -1,7 +1,7 @@
 import VaultCrypto
 
-/// Decodes v1 and v2 vault files and encodes v2. Decoding follows the open order of
-/// the format: parse → KDF policy → KEK → unwrap DEK → header MAC → index → bindings.
+/// Decodes v1, v2 and v3 vault files and encodes v2 and v3. Decoding follows the open order of
+/// the format: parse → KDF policy → KEK → unwrap DEK → header MAC → index → (v3) values layer off → bindings.
 enum VaultFileCodec {
     /// Decodes `file`. `kekProvider` derives the KEK for the slot (and may cache it); it sees the
     /// parsed header first, so it can refuse parameters before any KDF work.
@@ -32,7 +32,10 @@ enum VaultFileCodec {
         } catch let error as CryptoError where error.isAuthenticationFailure {
             throw VaultError.tampered(region: "entry index", path: path)
         }
-        let values = file[indexEnd...]  // entries keep slices of it: no per-entry copies
+        // Entries keep slices of the values: no per-entry copies.
+        let values = layout.majorVersion >= 3
+            ? try ValuesLayer.open(file[indexEnd...], dek: keys.dek, vaultID: header.vaultID, path: path)[...]
+            : file[indexEnd...]
         // The index plaintext (names, labels, metadata) is wiped once decoded.
         var indexBytes = plainIndex.withUnsafeBytes { Array($0) }
         defer { SecureWipe.wipe(&indexBytes) }
@@ -41,7 +44,9 @@ enum VaultFileCodec {
             let entries = try IndexCodec.decode(indexBytes, vaultID: header.vaultID, generation: header.generation, values: values, path: path)
             contents = IndexContents(generation: header.generation, stateKey: nil, entries: entries)
         } else {
-            contents = try IndexCodec.decodeV2(indexBytes, vaultID: header.vaultID, valuesRegion: values, path: path)
+            contents = try IndexCodec.decodeV2(indexBytes, vaultID: header.vaultID, valuesRegion: values,
+                                               regionOverhead: layout.majorVersion >= 3 ? VaultFileLayout.valuesLayerOverhead : 0,
+                                               path: path)
         }
         let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
                                slot: header.slot, generation: contents.generation, entries: contents.entries,
@@ -49,14 +54,15 @@ enum VaultFileCodec {
         return (image, keys, kek)
     }
 
-    /// Encodes `image` as a v2 file, re-wrapping the DEK under `kek` and sealing the index with fresh nonces.
+    /// Encodes `image` as a v3 file when it was read from one (or is new), else as v2: re-wrapping the
+    /// DEK under `kek`, sealing the index with fresh nonces and (v3) the values layer under a fresh key.
     /// An image without a state key (read from v1) gets a new random one.
     static func encode(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey) throws -> [UInt8] {
         // Never write an index that readers would refuse: strictly ascending by bytes.
         for (previous, next) in zip(image.entries, image.entries.dropFirst()) where !(previous.key < next.key) {
             preconditionFailure("vault entries out of byte order: the in-memory image is inconsistent")
         }
-        let layout = HeaderLayout.v2
+        let layout = image.majorVersion >= 3 ? HeaderLayout.v3 : HeaderLayout.v2
         var header = VaultFileHeader(layout: layout, minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID,
                                      slot: image.slot, generation: 0, indexCiphertextLength: 0, valuesLength: 0, mac: [])
         let wrapped = try KeyHierarchy.wrap(dek: keys.dek, kek: kek, aad: header.wrapAAD())
@@ -69,7 +75,7 @@ enum VaultFileCodec {
         defer { SecureWipe.wipe(&plainIndex) }
         plainIndex.append(contentsOf: repeatElement(0, count: IndexCodec.paddedV2Length(unpadded: plainIndex.count) - plainIndex.count))
         let valuesLength = image.entries.reduce(0) { $0 + $1.ciphertext.count }
-        let valuesRegion = VaultFileLayout.paddedUp(valuesLength)
+        let valuesRegion = VaultFileLayout.valuesRegionByteCount(valuesLength: valuesLength, majorVersion: layout.majorVersion)
         let total = layout.headerByteCount + VaultFileLayout.nonceByteCount + plainIndex.count + VaultFileLayout.tagByteCount + valuesRegion
         guard total <= VaultLimits.maximumFileBytes else {
             throw VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes",
@@ -88,8 +94,16 @@ enum VaultFileCodec {
         file.append(contentsOf: indexBox.nonce.bytes)
         file.append(contentsOf: indexBox.ciphertext)
         file.append(contentsOf: indexBox.tag)
-        for entry in image.entries { file.append(contentsOf: entry.ciphertext) }
-        file.append(contentsOf: repeatElement(0, count: valuesRegion - valuesLength))
+        if layout.majorVersion >= 3 {
+            var plainValues = [UInt8]()
+            plainValues.reserveCapacity(valuesRegion - VaultFileLayout.valuesLayerOverhead)
+            for entry in image.entries { plainValues.append(contentsOf: entry.ciphertext) }
+            plainValues.append(contentsOf: repeatElement(0, count: valuesRegion - VaultFileLayout.valuesLayerOverhead - valuesLength))
+            file.append(contentsOf: try ValuesLayer.seal(plainValues, dek: keys.dek, vaultID: image.vaultID))
+        } else {
+            for entry in image.entries { file.append(contentsOf: entry.ciphertext) }
+            file.append(contentsOf: repeatElement(0, count: valuesRegion - valuesLength))
+        }
         return file
     }
 }

@@ -12,7 +12,7 @@ struct KeySlot: Sendable, Equatable {
     var wrapTag: [UInt8]
 }
 
-/// The fixed-size plaintext header of a vault file (v1: 190 bytes, v2: 182 bytes).
+/// The fixed-size plaintext header of a vault file (v1: 190 bytes, v2 and v3: 182 bytes).
 struct VaultFileHeader: Sendable, Equatable {
     var layout: HeaderLayout
     var minorVersion: UInt8
@@ -22,7 +22,7 @@ struct VaultFileHeader: Sendable, Equatable {
     var generation: UInt64
     /// v1: the exact ciphertext length of the index; v2: the same, padded (see `docs/FORMAT.md`).
     var indexCiphertextLength: UInt32
-    /// v1: the exact length of the values section; v2: the padded size of the values region.
+    /// v1: the exact length of the values section; v2, v3: the padded size of the values region.
     var valuesLength: UInt64
     var mac: [UInt8]
 
@@ -98,7 +98,7 @@ struct VaultFileHeader: Sendable, Equatable {
         guard let layout = HeaderLayout.forMajor(major) else {
             let minor = file.count > 9 ? String(file[9]) : "?"
             throw VaultError(.unsupportedVersion,
-                             "vault format version \(major).\(minor) is not supported; this build reads versions 1.x and 2.x",
+                             "vault format version \(major).\(minor) is not supported; this build reads versions 1.x, 2.x and 3.x",
                              path: path, fix: "open it with the vault release that wrote it, or a newer one")
         }
         guard file.count >= 10 else { throw VaultError.corrupt("header ends early", path: path) }
@@ -150,6 +150,10 @@ struct VaultFileHeader: Sendable, Equatable {
             let quantum = UInt64(VaultFileLayout.paddingQuantum)
             guard UInt64(header.valuesStart) % quantum == 0, header.valuesLength % quantum == 0 else {
                 throw VaultError.corrupt("region sizes are not padded to \(quantum) bytes", path: path)
+            }
+            // A v3 values region always holds the values layer's salt and tag, so it is never empty.
+            if layout.majorVersion >= 3, header.valuesLength == 0 {
+                throw VaultError.corrupt("the values region is missing", path: path)
             }
         }
         return header

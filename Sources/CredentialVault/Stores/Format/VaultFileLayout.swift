@@ -1,11 +1,12 @@
-/// Constants of the vault file formats (v1, read only, and v2, read and written).
+/// Constants of the vault file formats (v1, read only; v2 and v3, read and written).
 /// `docs/FORMAT.md` is the byte-by-byte specification; keep the two in step.
 enum VaultFileLayout {
     /// "\u{89}VAULT\r\n": the high byte and CR LF catch 7-bit and text-mode mangling.
     static let magic: [UInt8] = [0x89, 0x56, 0x41, 0x55, 0x4C, 0x54, 0x0D, 0x0A]
-    /// The major version this build writes.
-    static let currentMajorVersion: UInt8 = 2
-    /// The minor version this build writes (it reads any minor of majors 1 and 2 with the same layout).
+    /// The major version this build gives a new vault, and a file after `SecretStore.upgradeFormat()`.
+    /// A write keeps a v2 file at v2 (a v1 file becomes v2), so an older build can still read it.
+    static let currentMajorVersion: UInt8 = 3
+    /// The minor version this build writes (it reads any minor of majors 1, 2 and 3 with the same layout).
     static let minorVersion: UInt8 = 0
 
     static let vaultIDByteCount = 16
@@ -28,9 +29,19 @@ enum VaultFileLayout {
     /// The longest header of any version (what a reader compares to spot an unchanged file).
     static let longestHeaderByteCount = 190
 
-    /// The file (v1) or the header plus the index region, and the values region (v2), are
+    /// The file (v1) or the header plus the index region, and the values region (v2, v3), are
     /// padded to multiples of this many bytes.
     static let paddingQuantum = 1024
+
+    /// v3: the values region is salt ‖ AES-256-CTR(values ‖ zero padding), under a key made for
+    /// this write from the salt (`valuesLayerInfo`), so padding and unchanged values look new and
+    /// random each write.
+    static let valuesLayerSaltByteCount = 32
+    /// v3: the bytes of the values region that are not the values or their padding (the salt).
+    static let valuesLayerOverhead = valuesLayerSaltByteCount
+    /// v3: the values layer's initial counter block. Each key covers exactly one region (its salt is
+    /// 32 random bytes drawn for that write), so a key stream is never used twice.
+    static let valuesLayerCounterBlock = [UInt8](repeating: 0, count: 16)
 
     /// HKDF labels (the `info` input); the salt is always the vault id.
     static let kekInfo = Array("vault/v1/kek/key-material".utf8)
@@ -38,11 +49,13 @@ enum VaultFileLayout {
     static let indexKeyInfoV1 = Array("vault/v1/index".utf8)
     static let headerMACInfoV2 = Array("vault/v2/header-mac".utf8)
     static let indexKeyInfoV2 = Array("vault/v2/index".utf8)
-    /// The value key and the value AAD are the same in v1 and v2 (and in the PostgreSQL backend).
+    /// The value key and the value AAD are the same in v1, v2 and v3 (and in the PostgreSQL backend).
     static let valueKeyInfo = Array("vault/v1/value".utf8)
     static let valueAADPrefix = Array("vault/v1/value".utf8)
     /// The key of the rollback record: HKDF(state key, vault id, this label).
     static let stateRecordInfo = Array("vault/v2/state-record".utf8)
+    /// v3: the key of one write's values layer: HKDF(DEK, vault id ‖ the region's salt, this label).
+    static let valuesLayerInfo = Array("vault/v3/values-layer".utf8)
 
     /// Entry flag bits in the index.
     static let flagHasLabel: UInt8 = 1 << 0
@@ -54,6 +67,12 @@ enum VaultFileLayout {
     static func paddedUp(_ count: Int) -> Int {
         let quantum = paddingQuantum
         return (count + quantum - 1) / quantum * quantum
+    }
+
+    /// The size of the values region that holds `valuesLength` bytes of value ciphertexts: v2
+    /// pads them; v3 pads them with the values layer's salt and tag.
+    static func valuesRegionByteCount(valuesLength: Int, majorVersion: UInt8) -> Int {
+        majorVersion >= 3 ? paddedUp(valuesLength + valuesLayerOverhead) : paddedUp(valuesLength)
     }
 }
 
@@ -78,12 +97,17 @@ struct HeaderLayout: Sendable, Equatable {
     /// Version 2: padded region sizes only, 182-byte header.
     static let v2 = HeaderLayout(majorVersion: 2, macedEnd: 142, checksummedEnd: 174, headerByteCount: 182, lengthsOffset: 130,
                                  headerMACInfo: VaultFileLayout.headerMACInfoV2, indexKeyInfo: VaultFileLayout.indexKeyInfoV2)
+    /// Version 3: the v2 header and index (and their keys: the major version is in the MAC'd
+    /// bytes and the index's AAD), with the values region sealed anew on every write.
+    static let v3 = HeaderLayout(majorVersion: 3, macedEnd: 142, checksummedEnd: 174, headerByteCount: 182, lengthsOffset: 130,
+                                 headerMACInfo: VaultFileLayout.headerMACInfoV2, indexKeyInfo: VaultFileLayout.indexKeyInfoV2)
 
     /// The layout of `major`, or nil for a version this build does not read.
     static func forMajor(_ major: UInt8) -> HeaderLayout? {
         switch major {
         case 1: .v1
         case 2: .v2
+        case 3: .v3
         default: nil
         }
     }

@@ -1,0 +1,42 @@
+import ArgumentParser
+import CredentialVault
+
+extension VaultCommand {
+    /// `vault upgrade-format`: rewrites the vault file in the newest format (v3).
+    struct UpgradeFormat: ContextCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "upgrade-format",
+            abstract: "Rewrite the vault file in format 3, which hides where each secret ends; older vault releases cannot read it.",
+            discussion: """
+                New vaults are format 3. A write keeps a format 2 file at format 2, so that an older vault \
+                release (on another machine, or after a downgrade) still reads it; this command is the \
+                explicit step that moves it on. Format 3 seals the values region anew on every write: the \
+                file no longer shows where the ciphertext ends (for a one-entry vault, the secret's exact \
+                length), and two copies of the vault no longer share the bytes of an unchanged secret \
+                (docs/FORMAT.md). Keys, entries and secrets are kept. Nothing is written when the file is \
+                already format 3. A format 1 file becomes format 2 at its next write, or format 3 here.
+                """
+        )
+
+        @OptionGroup var options: VaultOptions
+
+        @Flag(help: "Print a JSON object: previousVersion, version, changed.")
+        var json = false
+
+        func run(_ context: CommandContext) async throws {
+            let store = try context.openStore(options)
+            let upgrade = try store.upgradeFormat()
+            if json {
+                try StandardIO.printOutput(TextLayout.json(.object([
+                    "previousVersion": .integer(Int128(upgrade.previousVersion)),
+                    "version": .integer(Int128(upgrade.version)),
+                    "changed": .bool(upgrade.changed),
+                ])))
+            } else if upgrade.changed {
+                ErrorReport.note("Rewrote the vault from format \(upgrade.previousVersion) to format \(upgrade.version).")
+            } else {
+                ErrorReport.note("The vault is already format \(upgrade.version); nothing was written.")
+            }
+        }
+    }
+}

@@ -78,7 +78,7 @@ import VaultCrypto
     @Test func anEntryForgedWithTheOldDataKeyIsRefusedUnderTheNewKey() throws {
         let scenario = try Self.makeScenario()
         defer { scenario.temp.cleanUp() }
-        let (image, _) = try Self.newImage(scenario)
+        let (image, newKeys) = try Self.newImage(scenario)
         // The attacker seals a value of the same length under the old value key for "after".
         let forgedSecret = secret("forged by old key!!!")
         let sealed = try SealedEntry.seal(forgedSecret, owner: "", name: "after", vaultID: image.vaultID, key: scenario.oldKeys.value)
@@ -101,17 +101,22 @@ import VaultCrypto
         plain += [UInt8](repeating: 0, count: IndexCodec.paddedV2Length(unpadded: plain.count) - plain.count)
         let box = try AES256GCM.seal(plain, using: scenario.oldKeys.index(header.layout), authenticating: headerBytes)
         var values = forged.entries.flatMap { Array($0.ciphertext) }
-        values += [UInt8](repeating: 0, count: VaultFileLayout.paddedUp(values.count) - values.count)
-        let spliced = headerBytes + box.combined + values
+        values += [UInt8](repeating: 0, count: VaultFileLayout.valuesRegionByteCount(valuesLength: values.count, majorVersion: 3)
+                          - VaultFileLayout.valuesLayerOverhead - values.count)
+        let spliced = headerBytes + box.combined + (try ValuesLayer.seal(values, dek: scenario.oldKeys.dek, vaultID: image.vaultID))
         #expect(spliced.count == scenario.newFile.count)
         try Self.install(spliced, in: scenario)
         let error = expectVaultError(.tampered) { try SecretStore.open(in: scenario.directory, key: scenario.newKey, options: .testing()) }
         #expect(error?.message.contains("entry index") == true)
 
         // 3. The genuine new file with only the value bytes of "after" replaced: `get` and `verify` refuse it.
-        var valueOnly = scenario.newFile
-        let start = header.valuesStart + Int(image.entries[0..<position].reduce(0) { $0 + $1.ciphertext.count })
-        valueOnly.replaceSubrange(start..<(start + sealed.ciphertext.count), with: sealed.ciphertext)
+        // (Format v3: under the values layer, which the test takes off and puts back with the new data
+        // key, so that only the value's own seal can refuse it.)
+        #expect(header.layout.majorVersion == 3)
+        var plainValues = try ValuesLayer.open(scenario.newFile[header.valuesStart...], dek: newKeys.dek, vaultID: image.vaultID, path: nil)
+        let start = Int(image.entries[0..<position].reduce(0) { $0 + $1.ciphertext.count })
+        plainValues.replaceSubrange(start..<(start + sealed.ciphertext.count), with: sealed.ciphertext)
+        let valueOnly = Array(scenario.newFile[..<header.valuesStart]) + (try ValuesLayer.seal(plainValues, dek: newKeys.dek, vaultID: image.vaultID))
         try Self.install(valueOnly, in: scenario)
         let store = try SecretStore.open(in: scenario.directory, key: scenario.newKey, options: .testing())
         expectVaultError(.tampered) { try store.secret(named: "after") }

@@ -15,11 +15,12 @@ enum PostgresErrors {
         let race = DeadlineRace<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                race.start(continuation: continuation, mapping: { mapped($0, configuration) }, body: body)
-                Task {
-                    try? await Task.sleep(for: timeout)
-                    race.finish(.failure(unavailable(configuration, "no answer within \(timeout)")))
-                }
+                race.start(continuation: continuation, mapping: { mapped($0, configuration) }, body: body,
+                           timer: Task {
+                               // Cancelled when the work finishes first: no timer outlives its operation.
+                               guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                               race.finish(.failure(unavailable(configuration, "no answer within \(timeout)")))
+                           })
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -59,40 +60,55 @@ enum PostgresErrors {
 }
 
 /// One continuation resumed exactly once, by whichever comes first: the work's result, the
-/// deadline, or the caller's cancellation (which also cancels the work).
+/// deadline, or the caller's cancellation (which also cancels the work). The deadline's timer is
+/// cancelled as soon as the race is decided: a sleeping timer per finished operation (10 s each,
+/// thousands at a time under load) cost every later operation its share of the timer queue.
 private final class DeadlineRace<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var mapping: (@Sendable (any Error) -> any Error)?
         var work: Task<Void, Never>?
+        var timer: Task<Void, Never>?
         var finished = false
     }
     private let state = Mutex(State())
 
     func start(continuation: CheckedContinuation<T, any Error>, mapping: @escaping @Sendable (any Error) -> any Error,
-               body: @escaping @Sendable () async throws -> T) {
+               body: @escaping @Sendable () async throws -> T, timer: Task<Void, Never>) {
         let alreadyFinished = state.withLock { state in
             state.continuation = continuation
             state.mapping = mapping
+            state.timer = timer
             return state.finished
         }
         if alreadyFinished {
+            timer.cancel()
             continuation.resume(throwing: CancellationError())
             return
         }
         let work = Task {
             do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
         }
-        state.withLock { $0.work = work }
+        // The race may already be decided (the deadline passed, the caller cancelled): then the work is not wanted.
+        let decided = state.withLock { state in
+            state.work = work
+            return state.finished
+        }
+        if decided { work.cancel() }
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable (any Error) -> any Error)?, Task<Void, Never>?) in
-            guard !state.finished else { return (nil, nil, nil) }
+        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable (any Error) -> any Error)?,
+                                               Task<Void, Never>?, Task<Void, Never>?) in
+            guard !state.finished else { return (nil, nil, nil, nil) }
             state.finished = true
-            defer { state.continuation = nil }
-            return (state.continuation, state.mapping, state.work)
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
+            return (state.continuation, state.mapping, state.work, state.timer)
         }
+        taken.3?.cancel()
         guard let continuation = taken.0 else { return }
         if case .failure = result { taken.2?.cancel() }
         continuation.resume(with: result.mapError { taken.1?($0) ?? $0 })

@@ -157,3 +157,17 @@ let package = Package(
         ),
     ]
 )
+
+// scripts/sanitize builds this package's own targets (the C shim included) with a sanitizer, in
+// the build folder the other stages use, so that the dependencies (SwiftNIO, BoringSSL,
+// async-http-client, postgres-nio: most of the build) are not compiled a second time for it.
+// They run uninstrumented; the sanitizer's runtime still sees every allocation and every access
+// our code makes, and LeakSanitizer the whole process. Set by scripts/sanitize only, for
+// AddressSanitizer (ThreadSanitizer needs every library instrumented, or it reports false races).
+if let sanitizer = Context.environment["VAULT_SANITIZE_OWN_TARGETS"], sanitizer == "address" {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=\(sanitizer)"])]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=\(sanitizer)"])]
+    }
+}

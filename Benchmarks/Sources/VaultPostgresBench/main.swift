@@ -87,6 +87,13 @@ let rows = try await floorClient.query("SELECT vault_id, lookup FROM vault_entri
 var keys: [(ByteBuffer, ByteBuffer)] = []
 for row in rows { keys.append(try row.decode((ByteBuffer, ByteBuffer).self)) }
 let floorKeys = keys
+// The query `secret(named:)` sends, alone (the row joined with its store's state, the state itself
+// left out when its nonce is the one the store holds): what the server adds to the floor.
+struct Missing: Error { let what: String }
+let storeVault = try await floorClient.query("SELECT vault_id FROM vault_stores WHERE store_name = \(configuration.storeName)")
+    .collect().first?.decode(ByteBuffer.self) ?? { throw Missing(what: "the bench store's row") }()
+let storeLookups = try await floorClient.query("SELECT lookup FROM vault_entries WHERE vault_id = \(storeVault) LIMIT 100").collect()
+    .map { try $0.decode(ByteBuffer.self) }
 
 print("| operation | clients | p50 | p99 | operations/s | p50 × floor |")
 print("|---|---:|---:|---:|---:|---:|")
@@ -94,6 +101,16 @@ for clients in clientCounts {
     let floor = try await measure(clients: clients) { index in
         let (vault, lookup) = floorKeys[index % floorKeys.count]
         _ = try await floorClient.query("SELECT sealed FROM vault_entries WHERE vault_id = \(vault) AND lookup = \(lookup)").collect()
+    }
+    let nonce = try await floorClient.query("SELECT substring(state from 2 for 12) FROM vault_stores WHERE vault_id = \(storeVault)")
+        .collect().first?.decode(ByteBuffer.self) ?? { throw Missing(what: "the state's nonce") }()
+    let join = try await measure(clients: clients) { index in
+        _ = try await floorClient.query("""
+            SELECT CASE WHEN substring(s.state from 2 for 12) = \(nonce) THEN NULL ELSE s.state END,
+                   e.row_generation, e.sealed FROM vault_stores s
+            LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(storeLookups[index % storeLookups.count])
+            WHERE s.vault_id = \(storeVault)
+            """).collect()
     }
     let get = try await measure(clients: clients) { index in _ = try await store.secret(named: "entry-\(index % entryCount)") }
     let put = try await measure(clients: clients) { index in
@@ -104,7 +121,8 @@ for clients in clientCounts {
         let b = Double(floor.p50.components.attoseconds) / 1e18 + Double(floor.p50.components.seconds)
         return String(format: "%.2f×", a / b)
     }
-    for (name, figures) in [("floor: bare `SELECT` of one bytea row", floor), ("`secret(named:)`", get), ("`put` (one transaction)", put)] {
+    for (name, figures) in [("floor: bare `SELECT` of one bytea row", floor), ("the query of `secret(named:)`, alone", join),
+                            ("`secret(named:)`", get), ("`put` (one transaction)", put)] {
         print("| \(name) | \(clients) | \(milliseconds(figures.p50)) | \(milliseconds(figures.p99)) | \(Int(figures.perSecond)) | \(ratio(figures)) |")
     }
 }

@@ -124,12 +124,6 @@ struct PostgresVaultState: Equatable {
         return writer.bytes
     }
 
-    /// The nonce of a version 2 sealed state (bytes 1 to 12): what tells two state rows apart cheaply.
-    static func nonce(ofSealed bytes: [UInt8]) -> [UInt8]? {
-        guard bytes.count > PostgresLayout.stateV1SealedLength, bytes.first == PostgresLayout.stateVersion2 else { return nil }
-        return Array(bytes[1...AES256GCM.nonceByteCount])
-    }
-
     static func digest(of rows: [(lookup: [UInt8], rowGeneration: UInt64)]) throws -> [UInt8] {
         var writer = ByteWriter(capacity: 16 + rows.count * 40)
         for row in rows.sorted(by: { $0.lookup.lexicographicallyPrecedes($1.lookup) }) {

@@ -57,10 +57,13 @@ public final class PostgresSecretStore: Sendable {
     let keys: PostgresDataKeys
     private let runner: Task<Void, Never>
     private let highestGeneration: Mutex<UInt64>
-    /// The last version 2 state this store opened, by its nonce: `secret(named:)` has the
-    /// database send the state only when it changed (a state put back with the same nonce is one
-    /// this store has verified before, never newer than what it has seen).
-    private let lastState = Mutex<(nonce: [UInt8], state: PostgresVaultState)?>(nil)
+    /// The last state this store opened, by the `xmin` of the row it came in (the transaction that
+    /// wrote that row version; every UPDATE makes a new one): `secret(named:)` has the database send
+    /// the state only when the row changed, so the common read neither sends nor even reads its
+    /// TOASTed bytes. `xmin` is not authenticated and need not be: what it decides is only whether
+    /// this store's own verified copy is used, and that copy is one it accepted before (at or above
+    /// the rollback floor), as if the database had been put back to it, which is accepted anyway.
+    private let lastState = Mutex<(rowVersion: String, state: PostgresVaultState)?>(nil)
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
 
@@ -236,24 +239,24 @@ public final class PostgresSecretStore: Sendable {
         let client = self.client
         let floor = generation
         let cached = lastState.withLock { $0 }
-        let knownNonce = ByteBuffer(bytes: cached?.nonce ?? [])
-        let row: (state: [UInt8]?, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
+        let knownVersion = cached?.rowVersion ?? ""
+        let row: (state: [UInt8]?, rowVersion: String, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
             let rows = try await client.query("""
-                SELECT CASE WHEN substring(s.state from 2 for 12) = \(knownNonce) THEN NULL ELSE s.state END,
+                SELECT CASE WHEN s.xmin::text = \(knownVersion) THEN NULL ELSE s.state END, s.xmin::text,
                        e.row_generation, e.sealed FROM vault_stores s
                 LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(ByteBuffer(bytes: lookup))
                 WHERE s.vault_id = \(vaultID)
                 """, logger: logger)
-            for try await (state, rowGeneration, sealed) in rows.decode((ByteBuffer?, Int64?, ByteBuffer?).self) {
-                return (state.map { Array(buffer: $0) }, rowGeneration, sealed.map { Array(buffer: $0) })
+            for try await (state, version, rowGeneration, sealed) in rows.decode((ByteBuffer?, String, Int64?, ByteBuffer?).self) {
+                return (state.map { Array(buffer: $0) }, version, rowGeneration, sealed.map { Array(buffer: $0) })
             }
             throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
         }
         let state: PostgresVaultState
         if let sealedState = row.state {
             state = try observe(PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
-            if let nonce = PostgresVaultState.nonce(ofSealed: sealedState) { lastState.withLock { $0 = (nonce, state) } }
-        } else if let cached {
+            lastState.withLock { $0 = (row.rowVersion, state) }
+        } else if let cached, cached.rowVersion == row.rowVersion {
             state = try observe(cached.state, seenBefore: floor)
         } else {
             throw VaultError.tampered(region: "state row (missing)")

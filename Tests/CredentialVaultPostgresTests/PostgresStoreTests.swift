@@ -115,11 +115,12 @@ struct PostgresStoreTests {
         }
         let storeRow = "store_name = '\(configuration.storeName)'"
         try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")
-        // A new client refuses it at once; this one, which verified the state before (same nonce), keeps using
-        // only what it verified, and refuses the altered row as soon as it reads the whole state (list, a write).
+        // A new client refuses it at once; so does this one on its next read of an entry: the UPDATE made a
+        // new version of the state row (a new xmin), so it is sent again rather than this store's verified copy.
         #expect(await errorCode {
             _ = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
         } == .tampered)
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
         #expect(await errorCode { _ = try await store.list() } == .tampered)
         #expect(await errorCode { try await store.put(NewEntry(name: "a", secret: SecureBytes("over"))) } == .tampered)
         try PostgresServer.psql("UPDATE vault_stores SET state = set_byte(state, 14, get_byte(state, 14) # 1) WHERE \(storeRow)")

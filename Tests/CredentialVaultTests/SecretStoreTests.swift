@@ -238,12 +238,20 @@ import VaultCrypto
         let store = try SecretStore.create(in: temp.child("v"), key: try Fixtures.keyFile("alice.key", in: temp), options: .testing())
         var nonces = Set<[UInt8]>()
         var salts = Set<[UInt8]>()
+        var layerSalts = Set<[UInt8]>()
         var saves = 0
+        /// The v3 values layer's salt: the first 32 bytes of the values region.
+        func layerSalt(_ file: [UInt8]) throws -> [UInt8] {
+            let start = try VaultFileHeader.parse(file, path: nil).valuesStart
+            return Array(file[start..<(start + VaultFileLayout.valuesLayerSaltByteCount)])
+        }
         for index in 0..<1500 {
             try store.put(NewEntry(name: "n\(index % 10)", secret: secret("s\(index)")), replace: true)
             let file = try Array(Data(contentsOf: URL(fileURLWithPath: store.vaultPath)))
+            #expect(file[8] == 3)
             nonces.insert(Array(file[70..<82]))     // wrapped DEK nonce
-            nonces.insert(Array(file[182..<194]))   // index nonce (v2)
+            nonces.insert(Array(file[182..<194]))   // index nonce (v2, v3)
+            layerSalts.insert(try layerSalt(file))
             saves += 1
         }
         for _ in 0..<100 {
@@ -252,11 +260,14 @@ import VaultCrypto
             salts.insert(Array(file[38..<70]))
             nonces.insert(Array(file[70..<82]))
             nonces.insert(Array(file[182..<194]))
+            layerSalts.insert(try layerSalt(file))
             saves += 1
         }
         #expect(nonces.count == saves * 2)
         #expect(salts.count == 100)
-        print("nonce uniqueness: \(saves) saves, \(nonces.count) distinct header/index nonces, \(salts.count) distinct salts")
+        #expect(layerSalts.count == saves, "a values-layer salt (and so a key stream) used twice")
+        print("nonce uniqueness: \(saves) saves, \(nonces.count) distinct header/index nonces, \(salts.count) distinct salts, "
+              + "\(layerSalts.count) distinct values-layer salts")
     }
 
     @Test func canonicallyEquivalentNamesCannotCoexist() throws {

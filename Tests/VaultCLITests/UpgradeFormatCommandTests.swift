@@ -29,6 +29,10 @@ import Testing
         defer { sandbox.cleanUp() }
         #expect(try sandbox.run(["add", "added"], stdin: Data("new".utf8), environment: key).status == 0)
         #expect(try Self.majorVersion(sandbox) == 2, "a write keeps format 2")
+        let verify = try sandbox.run(["verify", "--json"], environment: key)
+        let report = try #require(try JSONSerialization.jsonObject(with: verify.stdout) as? [String: Any])
+        #expect(report["format"] as? Int == 2)
+        #expect(try sandbox.run(["verify"], environment: key).stdoutText.contains("'vault upgrade-format' moves it to format 3"))
 
         let upgrade = try sandbox.run(["upgrade-format", "--json"], environment: key)
         #expect(upgrade.status == 0, "\(upgrade.stderrText)")
@@ -37,7 +41,9 @@ import Testing
         #expect(try Self.majorVersion(sandbox) == 3)
         #expect(try sandbox.run(["get", "github"], environment: key).stdout == Data("gho_16C7e42F292c6912E7710c838347Ae178B4a".utf8))
         #expect(try sandbox.run(["get", "added"], environment: key).stdout == Data("new".utf8))
-        #expect(try sandbox.run(["verify"], environment: key).status == 0)
+        let verified = try sandbox.run(["verify"], environment: key)
+        #expect(verified.status == 0)
+        #expect(!verified.stdoutText.contains("upgrade-format"), "nothing to suggest at format 3")
 
         let before = try Data(contentsOf: URL(fileURLWithPath: sandbox.vaultFile))
         let again = try sandbox.run(["upgrade-format"], environment: key)

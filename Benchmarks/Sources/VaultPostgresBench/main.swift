@@ -88,7 +88,7 @@ var keys: [(ByteBuffer, ByteBuffer)] = []
 for row in rows { keys.append(try row.decode((ByteBuffer, ByteBuffer).self)) }
 let floorKeys = keys
 // The query `secret(named:)` sends, alone (the row joined with its store's state, the state itself
-// left out when its nonce is the one the store holds): what the server adds to the floor.
+// left out when the state row's xmin is the one the store last saw): what the server adds to the floor.
 struct Missing: Error { let what: String }
 let storeVault = try await floorClient.query("SELECT vault_id FROM vault_stores WHERE store_name = \(configuration.storeName)")
     .collect().first?.decode(ByteBuffer.self) ?? { throw Missing(what: "the bench store's row") }()
@@ -102,11 +102,11 @@ for clients in clientCounts {
         let (vault, lookup) = floorKeys[index % floorKeys.count]
         _ = try await floorClient.query("SELECT sealed FROM vault_entries WHERE vault_id = \(vault) AND lookup = \(lookup)").collect()
     }
-    let nonce = try await floorClient.query("SELECT substring(state from 2 for 12) FROM vault_stores WHERE vault_id = \(storeVault)")
-        .collect().first?.decode(ByteBuffer.self) ?? { throw Missing(what: "the state's nonce") }()
+    let rowVersion = try await floorClient.query("SELECT xmin::text FROM vault_stores WHERE vault_id = \(storeVault)")
+        .collect().first?.decode(String.self) ?? { throw Missing(what: "the state row's xmin") }()
     let join = try await measure(clients: clients) { index in
         _ = try await floorClient.query("""
-            SELECT CASE WHEN substring(s.state from 2 for 12) = \(nonce) THEN NULL ELSE s.state END,
+            SELECT CASE WHEN s.xmin::text = \(rowVersion) THEN NULL ELSE s.state END, s.xmin::text,
                    e.row_generation, e.sealed FROM vault_stores s
             LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(storeLookups[index % storeLookups.count])
             WHERE s.vault_id = \(storeVault)

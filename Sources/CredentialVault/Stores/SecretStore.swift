@@ -466,7 +466,7 @@ public final class SecretStore: Sendable {
     }
 
     /// Checks a freshly decoded file against this machine's record of the vault, and
-    /// remembers the file when it is newer (or accepted on purpose). A v2 record that does not
+    /// remembers the file when it is newer (or accepted on purpose). A record that does not
     /// authenticate under the file's state key is ignored and replaced; a v1 file (which has no
     /// state key) is checked against the record unauthenticated, since v1 files are never
     /// written any more and one that reappears after its vault moved to v2 is a restore.
@@ -537,7 +537,7 @@ public final class SecretStore: Sendable {
 
     private func write(_ image: VaultImage, keys: DataKeys, kek: SymmetricKey, state: inout State) throws {
         var image = image
-        // A vault read from v1 gets its rollback-record key with its first v2 write.
+        // A vault read from v1 gets its rollback-record key with its first write (as v2).
         if image.stateKey == nil { image.stateKey = try SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount) }
         let bytes = try VaultFileCodec.encode(image, keys: keys, kek: kek)
         try SecureFileSystem.writeFileAtomically(vaultPath, contents: bytes)

@@ -55,6 +55,8 @@ struct FuzzContext: Sendable {
     let templateHeader: VaultFileHeader
     /// The template's contents re-encoded as format v2 under the same data key (made at start-up).
     let templateV2: [UInt8]
+    /// The same as format v3 (the values layer under a fresh salt; made at start-up).
+    let templateV3: [UInt8]
     /// The template's data key: modes 2 and 3 of `vault-file` wrap it into each input.
     let dek: SymmetricKey
     /// Every golden vault, as seeds.
@@ -83,6 +85,9 @@ struct FuzzContext: Sendable {
                                                              dataKeysProvider: { try DataKeys(dek: $0, vaultID: $1) })
         dek = keys.dek
         templateV2 = try VaultFileCodec.encode(image, keys: keys, kek: kek)
+        var imageV3 = image
+        imageV3.majorVersion = 3
+        templateV3 = try VaultFileCodec.encode(imageV3, keys: keys, kek: kek)
         goldenVaults = try readAll(in: "golden", suffix: ".vault")
         tokenResponses = try readAll(in: "token-responses", suffix: ".json")
     }
@@ -118,7 +123,7 @@ enum FuzzEntryPoints {
         case .vaultFile:
             var seeds: [[UInt8]] = []
             for golden in context.goldenVaults { seeds += [[0] + golden, [1] + golden] }
-            for template in [context.template, context.templateV2] {
+            for template in [context.template, context.templateV2, context.templateV3] {
                 seeds.append([2] + template)
                 seeds.append([3] + (try unsealed(template, context: context)))
             }
@@ -127,8 +132,10 @@ enum FuzzEntryPoints {
             let (plain, values) = try plainIndex(of: context.template, context: context)
             let empty = IndexCodec.encode([], vaultID: context.templateHeader.vaultID, generation: context.templateHeader.generation)
             let (plainV2, valuesV2) = try plainIndex(of: context.templateV2, context: context)
+            let (plainV3, valuesV3) = try plainIndex(of: context.templateV3, context: context)
             return [[UInt8(values.count >> 8), UInt8(values.count & 0xFF)] + plain + values, [0, 0] + empty,
-                    [0x80 | UInt8(valuesV2.count >> 8), UInt8(valuesV2.count & 0xFF)] + plainV2 + valuesV2]
+                    [0x80 | UInt8(valuesV2.count >> 8), UInt8(valuesV2.count & 0xFF)] + plainV2 + valuesV2,
+                    [0xC0 | UInt8(valuesV3.count >> 8), UInt8(valuesV3.count & 0xFF)] + plainV3 + valuesV3]
         case .byteReader:
             return [[5, 0, 1, 2, 3, 4] + Array(0..<40), [3, 5 | (3 << 3), 6, 7, 1, 2, 3, 4, 5, 6]]
         case .profile:
@@ -254,7 +261,8 @@ enum FuzzEntryPoints {
         try fixChecksum(&file)
     }
 
-    /// `header ‖ plaintext index ‖ values` (index length from the header, clamped) → a sealed file.
+    /// `header ‖ plaintext index ‖ values` (index length from the header, clamped) → a sealed file;
+    /// for a v3 header the values (with their padding) also get the values layer.
     private static func sealed(_ unsealed: [UInt8], context: FuzzContext) throws -> [UInt8] {
         let layout = layout(of: unsealed)
         let headerCount = layout.headerByteCount
@@ -264,16 +272,18 @@ enum FuzzEntryPoints {
         let announced = Int(try reader.readUInt32())
         let indexCount = min(announced, unsealed.count - headerCount)
         let valuesCount = unsealed.count - headerCount - indexCount
+        let layered = layout.majorVersion >= 3
         var writer = ByteWriter(capacity: 12)
         writer.append(UInt32(indexCount))
-        writer.append(UInt64(valuesCount))
+        writer.append(UInt64(valuesCount + (layered ? VaultFileLayout.valuesLayerOverhead : 0)))
         header.replaceSubrange(layout.lengthsOffset..<layout.lengthsOffset + 12, with: writer.bytes)
         try reauthenticate(&header, context: context)
         let vaultID = Array(header[12..<12 + VaultFileLayout.vaultIDByteCount])
         let keys = try DataKeys(dek: context.dek, vaultID: vaultID)
         let box = try AES256GCM.seal(Array(unsealed[headerCount..<headerCount + indexCount]), using: keys.index(layout),
                                      authenticating: header)
-        return header + box.combined + Array(unsealed[(headerCount + indexCount)...])
+        let values = Array(unsealed[(headerCount + indexCount)...])
+        return header + box.combined + (layered ? try ValuesLayer.seal(values, dek: context.dek, vaultID: vaultID) : values)
     }
 
     /// The reverse of `sealed`, for the seed: the template with its index decrypted in place.
@@ -289,21 +299,27 @@ enum FuzzEntryPoints {
         let end = header.valuesStart
         let plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: file[start..<end]), using: keys.index(header.layout),
                                        authenticating: Array(file[0..<start]))
-        return (plain.withUnsafeBytes { Array($0) }, Array(file[end...]))
+        let values = header.layout.majorVersion >= 3
+            ? try ValuesLayer.open(file[end...], dek: context.dek, vaultID: header.vaultID, path: nil) : Array(file[end...])
+        return (plain.withUnsafeBytes { Array($0) }, values)
     }
 
     // MARK: - vault-index
 
-    /// Input: a big-endian u16 whose top bit selects format v2 and whose other 15 bits are `n`,
-    /// then the plaintext index, then `n` bytes of values (fewer if the input is short).
+    /// Input: a big-endian u16 whose top bit selects format v2 (with the next bit: v3, whose values
+    /// region counts the layer's 32-byte salt) and whose other 14 bits are `n`, then the plaintext
+    /// index, then `n` bytes of values (fewer if the input is short).
     static func vaultIndex(_ input: [UInt8], context: FuzzContext) throws(FuzzFinding) -> FuzzOutcome {
         guard input.count >= 2 else { return .rejected(.corrupt) }
         let rest = input[2...]
-        let valuesCount = min(Int(input[0] & 0x7F) << 8 | Int(input[1]), rest.count)
+        let valuesCount = min(Int(input[0] & 0x3F) << 8 | Int(input[1]), rest.count)
         let plain = Array(rest.dropLast(valuesCount))
         let values = Array(rest.suffix(valuesCount))
         let vaultID = context.templateHeader.vaultID, generation = context.templateHeader.generation
-        if input[0] & 0x80 != 0 { return try vaultIndexV2(plain: plain, values: values, vaultID: vaultID) }
+        if input[0] & 0x80 != 0 {
+            return try vaultIndexV2(plain: plain, values: values, vaultID: vaultID,
+                                    regionOverhead: input[0] & 0x40 != 0 ? VaultFileLayout.valuesLayerOverhead : 0)
+        }
         let entries: [SealedEntry]
         do {
             // `.init` converts to whatever collection `decode` takes for the values section.
@@ -326,11 +342,13 @@ enum FuzzEntryPoints {
         return .accepted
     }
 
-    /// The v2 half of `vault-index`: `values` is the padded values region.
-    private static func vaultIndexV2(plain: [UInt8], values: [UInt8], vaultID: [UInt8]) throws(FuzzFinding) -> FuzzOutcome {
+    /// The v2 and v3 half of `vault-index`: `values` is the padded values region (v3: with the
+    /// layer taken off, so `regionOverhead` bytes short of the region's padded size).
+    private static func vaultIndexV2(plain: [UInt8], values: [UInt8], vaultID: [UInt8],
+                                     regionOverhead: Int) throws(FuzzFinding) -> FuzzOutcome {
         let contents: IndexContents
         do {
-            contents = try IndexCodec.decodeV2(plain, vaultID: vaultID, valuesRegion: values[...], path: nil)
+            contents = try IndexCodec.decodeV2(plain, vaultID: vaultID, valuesRegion: values[...], regionOverhead: regionOverhead, path: nil)
         } catch {
             return try expect(error, in: [.tampered, .corrupt], from: "IndexCodec.decodeV2")
         }

@@ -1,14 +1,14 @@
 /// What the index holds besides the entries.
 struct IndexContents {
     var generation: UInt64
-    /// v2 only: the key of the rollback record (see `RollbackRecord`); nil for v1.
+    /// v2 and v3: the key of the rollback record (see `RollbackRecord`); nil for v1.
     var stateKey: [UInt8]?
     var entries: [SealedEntry]
 }
 
 /// Encodes and strictly decodes the plaintext of the entry index.
 enum IndexCodec {
-    /// The plaintext of a v1 index (kept for tests and the fuzz harness: this build writes v2 only).
+    /// The plaintext of a v1 index (kept for tests and the fuzz harness: this build writes v2 and v3 only).
     static func encode(_ entries: [SealedEntry], vaultID: [UInt8], generation: UInt64) -> [UInt8] {
         var writer = ByteWriter(capacity: 32 + entries.count * 120)
         writer.append(contentsOf: vaultID)
@@ -87,7 +87,7 @@ enum IndexCodec {
     /// Decodes a v2 or v3 index: as v1, plus the exact values length (the region after it must be
     /// zero and exactly the padded size), the state key, and canonical index padding.
     /// `valuesRegion` is the values and their padding: in v3, the opened values layer, whose
-    /// salt and tag (`regionOverhead` bytes) count towards the padded size.
+    /// salt (`regionOverhead` bytes) count towards the padded size.
     static func decodeV2(_ plain: [UInt8], vaultID: [UInt8], valuesRegion: ArraySlice<UInt8>, regionOverhead: Int = 0,
                          path: String?) throws -> IndexContents {
         var reader = ByteReader(plain, region: "entry index")

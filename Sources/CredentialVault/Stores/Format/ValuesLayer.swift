@@ -1,3 +1,4 @@
+import FoundationEssentials
 import VaultCrypto
 
 /// The outer layer of a v3 values region: `salt ‖ AES-256-CTR(values ‖ zero padding)`.
@@ -27,8 +28,7 @@ enum ValuesLayer {
             throw VaultError.corrupt("the values region is too short", path: path)
         }
         let saltEnd = region.startIndex + VaultFileLayout.valuesLayerSaltByteCount
-        return try AES256CTR.xor(region[saltEnd...].withContiguousStorageIfAvailable { Array($0) } ?? Array(region[saltEnd...]),
-                                 using: key(dek: dek, vaultID: vaultID, salt: Array(region[..<saltEnd])),
+        return try AES256CTR.xor(region[saltEnd...], using: key(dek: dek, vaultID: vaultID, salt: Array(region[..<saltEnd])),
                                  counterBlock: VaultFileLayout.valuesLayerCounterBlock)
     }
 

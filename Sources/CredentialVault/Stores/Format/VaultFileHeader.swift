@@ -84,7 +84,7 @@ struct VaultFileHeader: Sendable, Equatable {
     }
 
     /// Parses and checks the header before any key work: magic, version, flags,
-    /// checksum, slot shape, padding (v2), and that the announced length equals the file length.
+    /// checksum, slot shape, padding (v2, v3), and that the announced length equals the file length.
     /// - Throws: `.corrupt`, `.unsupportedVersion`.
     static func parse(_ file: [UInt8], path: String?) throws -> VaultFileHeader {
         guard file.count >= VaultFileLayout.magic.count,
@@ -151,7 +151,7 @@ struct VaultFileHeader: Sendable, Equatable {
             guard UInt64(header.valuesStart) % quantum == 0, header.valuesLength % quantum == 0 else {
                 throw VaultError.corrupt("region sizes are not padded to \(quantum) bytes", path: path)
             }
-            // A v3 values region always holds the values layer's salt and tag, so it is never empty.
+            // A v3 values region always holds the values layer's salt, so it is never empty.
             if layout.majorVersion >= 3, header.valuesLength == 0 {
                 throw VaultError.corrupt("the values region is missing", path: path)
             }

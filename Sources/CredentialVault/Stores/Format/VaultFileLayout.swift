@@ -70,7 +70,7 @@ enum VaultFileLayout {
     }
 
     /// The size of the values region that holds `valuesLength` bytes of value ciphertexts: v2
-    /// pads them; v3 pads them with the values layer's salt and tag.
+    /// pads them; v3 pads them together with the values layer's salt.
     static func valuesRegionByteCount(valuesLength: Int, majorVersion: UInt8) -> Int {
         majorVersion >= 3 ? paddedUp(valuesLength + valuesLayerOverhead) : paddedUp(valuesLength)
     }

@@ -1,6 +1,6 @@
 /// The decoded contents of a vault file: header fields and sealed entries in index order.
 struct VaultImage: Sendable {
-    /// The major version of the file this was read from (writes are always the current version).
+    /// The major version of the file this was read from (a write keeps it, except that v1 becomes v2; see `VaultFileCodec.encode`).
     var majorVersion: UInt8
     var minorVersion: UInt8
     var vaultID: [UInt8]

@@ -7,10 +7,10 @@ struct DataKeys: Sendable {
     /// Header MAC and index keys of v1 files (read only).
     let headerMACV1: SymmetricKey
     let indexV1: SymmetricKey
-    /// Header MAC and index keys of v2 files.
+    /// Header MAC and index keys of v2 and v3 files.
     let headerMACV2: SymmetricKey
     let indexV2: SymmetricKey
-    /// The value key (the same in v1 and v2).
+    /// The value key (the same in every version).
     let value: SymmetricKey
 
     /// The header MAC key of a layout.

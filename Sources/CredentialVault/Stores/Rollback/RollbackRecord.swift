@@ -3,7 +3,7 @@ import VaultCrypto
 /// What this machine remembers of one vault: the highest generation seen and the KDF
 /// parameters of its key slot, authenticated with a key only the vault's key holders can
 /// derive (HMAC-SHA256 under HKDF(state key, vault id, "vault/v2/state-record"); the state
-/// key lives in the encrypted index of format v2 and is fixed for the vault's life).
+/// key lives in the encrypted index of formats v2 and v3 and is fixed for the vault's life).
 ///
 /// The file is 75 bytes: "VAULTGEN" ‖ u8 version 1 ‖ vault id (16) ‖ u64 generation ‖
 /// u8 slot kind ‖ u8 log_n ‖ u32 r ‖ u32 p ‖ HMAC (32) over everything before it.

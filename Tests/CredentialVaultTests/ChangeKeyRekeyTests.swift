@@ -101,7 +101,7 @@ import VaultCrypto
         plain += [UInt8](repeating: 0, count: IndexCodec.paddedV2Length(unpadded: plain.count) - plain.count)
         let box = try AES256GCM.seal(plain, using: scenario.oldKeys.index(header.layout), authenticating: headerBytes)
         var values = forged.entries.flatMap { Array($0.ciphertext) }
-        values += [UInt8](repeating: 0, count: VaultFileLayout.valuesRegionByteCount(valuesLength: values.count, majorVersion: 3)
+        values += [UInt8](repeating: 0, count: HeaderLayout.v3.valuesRegionByteCount(valuesLength: values.count)
                           - VaultFileLayout.valuesLayerOverhead - values.count)
         let spliced = headerBytes + box.combined + (try ValuesLayer.seal(values, dek: scenario.oldKeys.dek, vaultID: image.vaultID))
         #expect(spliced.count == scenario.newFile.count)

@@ -211,7 +211,8 @@ public final class SecretStore: Sendable {
                 }
             }
             return VerificationReport(vaultID: image.vaultID.hexString, generation: image.generation,
-                                      entriesChecked: image.entries.count, failures: failures)
+                                      entriesChecked: image.entries.count, failures: failures,
+                                      formatVersion: Int(image.majorVersion))
         }
     }
 
@@ -325,6 +326,10 @@ public final class SecretStore: Sendable {
         }
     }
 
+    /// The newest vault file format this build writes: every new vault's, and the one
+    /// `upgradeFormat()` moves a file to.
+    public static var currentFormatVersion: Int { Int(VaultFileLayout.currentMajorVersion) }
+
     /// The major version of the vault file's format (1, 2 or 3), as last read.
     /// - Throws: the errors of `open`.
     public func formatVersion() throws -> Int {
@@ -354,7 +359,6 @@ public final class SecretStore: Sendable {
             image.minorVersion = VaultFileLayout.minorVersion
             image.generation = try Self.nextGeneration(after: image.generation, path: vaultPath)
             try write(image, keys: keys, kek: kek, state: &state)
-            state.lastDecoded = nil
             options.logger.info("vault format upgraded", metadata: ["from": "\(previous)", "to": "\(image.majorVersion)"])
             return FormatUpgrade(previousVersion: previous, version: Int(image.majorVersion))
         }

@@ -25,13 +25,17 @@ public struct VerificationReport: Sendable, Equatable {
     public let entriesChecked: Int
     /// Entries whose secret did not authenticate. Empty when the vault is intact.
     public let failures: [Failure]
+    /// The vault file's major format version (`SecretStore.currentFormatVersion` is the newest);
+    /// nil for a store that has no file format (PostgreSQL).
+    public let formatVersion: Int?
 
     /// A report; `package` so that every store of this package (file, PostgreSQL) makes the same one.
-    package init(vaultID: String, generation: UInt64, entriesChecked: Int, failures: [Failure]) {
+    package init(vaultID: String, generation: UInt64, entriesChecked: Int, failures: [Failure], formatVersion: Int? = nil) {
         self.vaultID = vaultID
         self.generation = generation
         self.entriesChecked = entriesChecked
         self.failures = failures
+        self.formatVersion = formatVersion
     }
 
     /// True when the header, the index and every secret authenticated.

@@ -25,9 +25,10 @@ extension EntryMetadata {
 
 extension VerificationReport {
     /// The report as `vault verify --json` prints it: `vaultId`, `generation`,
-    /// `entriesChecked`, `intact`, and `failures` (each `owner`, `name`, `code`, `message`).
+    /// `entriesChecked`, `intact`, `failures` (each `owner`, `name`, `code`, `message`), and
+    /// `format` for a vault file.
     var jsonValue: JSONValue {
-        .object([
+        var members: [String: JSONValue] = [
             "vaultId": .string(vaultID),
             "generation": .integer(Int128(generation)),
             "entriesChecked": .integer(Int128(entriesChecked)),
@@ -40,6 +41,8 @@ extension VerificationReport {
                     "message": .string(failure.error.message),
                 ])
             }),
-        ])
+        ]
+        if let formatVersion { members["format"] = .integer(Int128(formatVersion)) }
+        return .object(members)
     }
 }

@@ -272,7 +272,7 @@ enum FuzzEntryPoints {
         let announced = Int(try reader.readUInt32())
         let indexCount = min(announced, unsealed.count - headerCount)
         let valuesCount = unsealed.count - headerCount - indexCount
-        let layered = layout.majorVersion >= 3
+        let layered = layout.hasValuesLayer
         var writer = ByteWriter(capacity: 12)
         writer.append(UInt32(indexCount))
         writer.append(UInt64(valuesCount + (layered ? VaultFileLayout.valuesLayerOverhead : 0)))
@@ -299,7 +299,7 @@ enum FuzzEntryPoints {
         let end = header.valuesStart
         let plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: file[start..<end]), using: keys.index(header.layout),
                                        authenticating: Array(file[0..<start]))
-        let values = header.layout.majorVersion >= 3
+        let values = header.layout.hasValuesLayer
             ? try ValuesLayer.open(file[end...], dek: context.dek, vaultID: header.vaultID, path: nil) : Array(file[end...])
         return (plain.withUnsafeBytes { Array($0) }, values)
     }

@@ -33,7 +33,7 @@ enum VaultFileCodec {
             throw VaultError.tampered(region: "entry index", path: path)
         }
         // Entries keep slices of the values: no per-entry copies.
-        let values = layout.majorVersion >= 3
+        let values = layout.hasValuesLayer
             ? try ValuesLayer.open(file[indexEnd...], dek: keys.dek, vaultID: header.vaultID, path: path)[...]
             : file[indexEnd...]
         // The index plaintext (names, labels, metadata) is wiped once decoded.
@@ -45,8 +45,7 @@ enum VaultFileCodec {
             contents = IndexContents(generation: header.generation, stateKey: nil, entries: entries)
         } else {
             contents = try IndexCodec.decodeV2(indexBytes, vaultID: header.vaultID, valuesRegion: values,
-                                               regionOverhead: layout.majorVersion >= 3 ? VaultFileLayout.valuesLayerOverhead : 0,
-                                               path: path)
+                                               regionOverhead: layout.valuesLayerOverhead, path: path)
         }
         let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
                                slot: header.slot, generation: contents.generation, entries: contents.entries,
@@ -75,7 +74,7 @@ enum VaultFileCodec {
         defer { SecureWipe.wipe(&plainIndex) }
         plainIndex.append(contentsOf: repeatElement(0, count: IndexCodec.paddedV2Length(unpadded: plainIndex.count) - plainIndex.count))
         let valuesLength = image.entries.reduce(0) { $0 + $1.ciphertext.count }
-        let valuesRegion = VaultFileLayout.valuesRegionByteCount(valuesLength: valuesLength, majorVersion: layout.majorVersion)
+        let valuesRegion = layout.valuesRegionByteCount(valuesLength: valuesLength)
         let total = layout.headerByteCount + VaultFileLayout.nonceByteCount + plainIndex.count + VaultFileLayout.tagByteCount + valuesRegion
         guard total <= VaultLimits.maximumFileBytes else {
             throw VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes",
@@ -94,16 +93,13 @@ enum VaultFileCodec {
         file.append(contentsOf: indexBox.nonce.bytes)
         file.append(contentsOf: indexBox.ciphertext)
         file.append(contentsOf: indexBox.tag)
-        if layout.majorVersion >= 3 {
-            var plainValues = [UInt8]()
-            plainValues.reserveCapacity(valuesRegion - VaultFileLayout.valuesLayerOverhead)
-            for entry in image.entries { plainValues.append(contentsOf: entry.ciphertext) }
-            plainValues.append(contentsOf: repeatElement(0, count: valuesRegion - VaultFileLayout.valuesLayerOverhead - valuesLength))
-            file.append(contentsOf: try ValuesLayer.seal(plainValues, dek: keys.dek, vaultID: image.vaultID))
-        } else {
-            for entry in image.entries { file.append(contentsOf: entry.ciphertext) }
-            file.append(contentsOf: repeatElement(0, count: valuesRegion - valuesLength))
-        }
+        // The values and their zero padding; in v3 under the values layer, which adds its salt.
+        let paddedValuesLength = valuesRegion - layout.valuesLayerOverhead
+        var values = [UInt8]()
+        values.reserveCapacity(paddedValuesLength)
+        for entry in image.entries { values.append(contentsOf: entry.ciphertext) }
+        values.append(contentsOf: repeatElement(0, count: paddedValuesLength - valuesLength))
+        file.append(contentsOf: layout.hasValuesLayer ? try ValuesLayer.seal(values, dek: keys.dek, vaultID: image.vaultID) : values)
         return file
     }
 }

@@ -152,7 +152,7 @@ struct VaultFileHeader: Sendable, Equatable {
                 throw VaultError.corrupt("region sizes are not padded to \(quantum) bytes", path: path)
             }
             // A v3 values region always holds the values layer's salt, so it is never empty.
-            if layout.majorVersion >= 3, header.valuesLength == 0 {
+            if layout.hasValuesLayer, header.valuesLength == 0 {
                 throw VaultError.corrupt("the values region is missing", path: path)
             }
         }

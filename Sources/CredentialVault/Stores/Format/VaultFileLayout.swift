@@ -69,11 +69,6 @@ enum VaultFileLayout {
         return (count + quantum - 1) / quantum * quantum
     }
 
-    /// The size of the values region that holds `valuesLength` bytes of value ciphertexts: v2
-    /// pads them; v3 pads them together with the values layer's salt.
-    static func valuesRegionByteCount(valuesLength: Int, majorVersion: UInt8) -> Int {
-        majorVersion >= 3 ? paddedUp(valuesLength + valuesLayerOverhead) : paddedUp(valuesLength)
-    }
 }
 
 /// Where the fields of one major version's header sit.
@@ -114,6 +109,18 @@ struct HeaderLayout: Sendable, Equatable {
 
     /// Start of the index region (its nonce).
     var indexStart: Int { headerByteCount }
+
+    /// v3 and later: the values region carries the values layer (`ValuesLayer`).
+    var hasValuesLayer: Bool { majorVersion >= 3 }
+
+    /// The bytes of the values region that are not values or padding: the layer's salt in v3, none before.
+    var valuesLayerOverhead: Int { hasValuesLayer ? VaultFileLayout.valuesLayerOverhead : 0 }
+
+    /// The size of the values region that holds `valuesLength` bytes of value ciphertexts (v2:
+    /// padded; v3: padded together with the layer's salt).
+    func valuesRegionByteCount(valuesLength: Int) -> Int {
+        VaultFileLayout.paddedUp(valuesLength + valuesLayerOverhead)
+    }
 }
 
 /// How the key-encryption key is made from the user's key.

@@ -194,8 +194,15 @@ class StandIn(http.server.BaseHTTPRequestHandler):
     /trickle/... a 200 head at once, then its 40-byte body one byte every 0.7 s (28 s in all)
     /meta/...    a metadata document (issuer /meta) whose endpoints are /500/...
     /count       how many requests each path got (JSON; also in FOLDER/standin-counts.json)
+    /device/authorize, /device/token
+                 an RFC 8628 device grant that counts the gap between polls: each device code
+                 answers authorization_pending, slow_down, authorization_pending, slow_down,
+                 then tokens; /polls (and FOLDER/standin-polls.json) give each code's poll
+                 times (seconds, monotonic) and the answers it got, so a test checks the client's interval (RFC 8628 §3.5)
     """
     counts = {}
+    polls = {}
+    device_script = ["authorization_pending", "slow_down", "authorization_pending", "slow_down", "tokens"]
     counts_file = "standin-counts.json"
     lock = threading.Lock()
 
@@ -216,12 +223,15 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             with StandIn.lock:
                 body = json.dumps(StandIn.counts).encode()
             return self.reply(200, body)
+        if self.path == "/polls":
+            with StandIn.lock:
+                body = json.dumps(StandIn.polls).encode()
+            return self.reply(200, body)
         self.do_POST()
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        received = self.rfile.read(length) if length else b""
         mode = self.path.strip("/").split("/")[0]
         if self.path.endswith("/meta"):
             mode = "meta"   # RFC 8414 form: /.well-known/oauth-authorization-server/meta
@@ -258,9 +268,39 @@ class StandIn(http.server.BaseHTTPRequestHandler):
                     return
                 time.sleep(0.7)
             return
+        if mode == "device":
+            return self.device(received)
         if mode == "html":
             return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
         return self.reply(404, b'{"error":"not_found"}')
+
+
+    def device(self, received):
+        import urllib.parse
+        form = urllib.parse.parse_qs(received.decode("ascii", "replace"))
+        if self.path.startswith("/device/authorize"):
+            with StandIn.lock:
+                code = "dc-%d" % (len(StandIn.polls) + 1)
+                StandIn.polls[code] = []
+            base = "http://127.0.0.1:%d" % self.server.server_address[1]
+            return self.reply(200, json.dumps({"device_code": code, "user_code": "WDJB-MJHT",
+                                               "verification_uri": base + "/device", "expires_in": 120,
+                                               "interval": 1}).encode())
+        code = (form.get("device_code") or [""])[0]
+        with StandIn.lock:
+            if code not in StandIn.polls:
+                return self.reply(400, b'{"error":"invalid_grant"}')
+            answered = StandIn.polls[code]
+            answer = StandIn.device_script[min(len(answered), len(StandIn.device_script) - 1)]
+            answered.append([time.monotonic(), answer])
+            temporary = os.path.join(os.path.dirname(StandIn.counts_file), "standin-polls.json.tmp")
+            with open(temporary, "w") as f:
+                json.dump(StandIn.polls, f)
+            os.replace(temporary, temporary[:-len(".tmp")])
+        if answer == "tokens":
+            return self.reply(200, json.dumps({"access_token": "standin-access-" + code, "token_type": "Bearer",
+                                               "expires_in": 600, "refresh_token": "standin-refresh-" + code}).encode())
+        return self.reply(400, json.dumps({"error": answer}).encode())
 
 
 def start_standin(folder):

@@ -29,8 +29,10 @@ extension OAuthClient {
                                    deviceCode: SecureBytes(copying: Array(deviceCode.utf8)))
     }
 
-    /// Polls the token endpoint until the user approves (RFC 8628 §3.4–3.5), at `interval`,
-    /// 5 s slower after each `slow_down`, until the device code expires.
+    /// Polls the token endpoint until the user approves (RFC 8628 §3.4–3.5): waits `interval`
+    /// before every poll, adds 5 s to it after each `slow_down` for all later polls, and never
+    /// asks again sooner (an `authorization_pending` or `slow_down` answer is not retried
+    /// within the poll), until the device code expires.
     /// - Returns: the tokens.
     /// - Throws: `OAuthError` `.accessDenied`, `.expiredToken` (also when the code's lifetime
     ///   passes with no answer), or any other non-transient error.
@@ -38,23 +40,30 @@ extension OAuthClient {
         let url = try await endpoint(\.token, "token endpoint")
         let name = "token endpoint \(Self.display(url))"
         var interval = authorization.interval
+        // The wait before the next poll: `interval`, doubled after each failed exchange
+        // (RFC 8628 §3.5's backoff on timeouts) up to a minute, back to `interval` on an answer.
+        var wait = interval
         // Bounded in time by the code's expiry and in count by what that allows at 1 poll/s.
         let maximumPolls = Int(max(1, authorization.expiresAt.timeIntervalSinceNow)) + 2
         for _ in 0..<maximumPolls {
-            guard Date().addingTimeInterval(RetryPolicy.seconds(interval)) < authorization.expiresAt else { break }
-            try await Task.sleep(for: interval)
+            guard Date().addingTimeInterval(RetryPolicy.seconds(wait)) < authorization.expiresAt else { break }
+            try await Task.sleep(for: wait)
             var form = FormBody()
             form.append("grant_type", "urn:ietf:params:oauth:grant-type:device_code")
             form.append("device_code", secret: authorization.deviceCode)
             do {
-                let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
+                let response = try await post(url, name: "token endpoint", form: form, retry: .never)
                 return try Self.credentials(from: response, endpoint: name)
             } catch let error as OAuthError {
                 switch error.serverError {
-                case "authorization_pending": continue
-                case "slow_down": interval += .seconds(5)
+                case "authorization_pending":
+                    wait = interval
+                case "slow_down":
+                    interval += .seconds(5)
+                    wait = interval
                 default:
                     if error.kind != .transient { throw error }
+                    wait = min(max(wait * 2, interval), max(interval, .seconds(60)))
                 }
             }
         }

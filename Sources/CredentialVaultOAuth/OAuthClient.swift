@@ -94,6 +94,8 @@ public final class OAuthClient: Sendable {
         case idempotent
         /// Send again only when the server surely did not act (refused connection, 5xx, 429).
         case onlyIfNotProcessed
+        /// Sent once: the caller decides when to ask again (device polling, RFC 8628 §3.5).
+        case never
     }
 
     /// POSTs a form with the client's authentication, retrying transient failures per policy.
@@ -129,16 +131,23 @@ public final class OAuthClient: Sendable {
                                                         timeout: configuration.requestTimeout)
                 if (200..<300).contains(response.status) { return response }
                 failure = Self.classify(response, endpoint: endpoint)
-                mayRetry = failure.kind == .transient
+                // `authorization_pending` and `slow_down` are answers of the device grant, not
+                // failures: the poller waits its interval before asking again (RFC 8628 §3.5).
+                mayRetry = failure.kind == .transient && !Self.isPollingAnswer(failure.serverError)
             } catch {
                 let (classified, beforeSending) = Self.classify(transportError: error, endpoint: endpoint)
                 failure = classified
                 mayRetry = beforeSending || retry == .idempotent
             }
-            guard mayRetry, attempt < configuration.retry.maximumAttempts,
+            guard mayRetry, retry != .never, attempt < configuration.retry.maximumAttempts,
                   failure.retryAfter.map({ $0 <= configuration.retry.maximumRetryAfter }) ?? true else { throw failure }
             try await Task.sleep(for: configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter))
         }
+    }
+
+    /// The device grant's "ask again later" answers (RFC 8628 §3.5), never retried at once.
+    static func isPollingAnswer(_ serverError: String?) -> Bool {
+        serverError == "authorization_pending" || serverError == "slow_down"
     }
 
     /// Classifies a non-2xx response (RFC 6749 §5.2).

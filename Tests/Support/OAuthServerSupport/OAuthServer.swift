@@ -131,6 +131,20 @@ package struct OAuthServer: Sendable {
         guard case .object(let members) = try JSONValue(parsing: data) else { return [:] }
         return members.compactMapValues { $0.intValue }
     }
+
+    /// The polls the stand-in's device grant got for `deviceCode`: when each arrived (seconds
+    /// on the server's monotonic clock) and what it answered.
+    package func standInPolls(deviceCode: String) throws -> [(at: Double, answer: String)] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/standin-polls.json"))
+        guard case .object(let codes) = try JSONValue(parsing: data), case .array(let polls)? = codes[deviceCode] else {
+            throw ServerFailure("the stand-in has no polls for \(deviceCode)")
+        }
+        return polls.compactMap { poll in
+            guard case .array(let pair) = poll, pair.count == 2, let at = pair[0].doubleValue,
+                  let answer = pair[1].stringValue else { return nil }
+            return (at, answer)
+        }
+    }
 }
 
 /// A token as the server's database sees it.

@@ -33,12 +33,12 @@ struct DevicePollingTests {
         #expect(polls.map(\.answer) == ["authorization_pending", "slow_down", "authorization_pending", "slow_down", "tokens"])
         let gaps = zip(polls.dropFirst(), polls).map { $0.at - $1.at }
         // Before the first slow_down: the interval (1 s); after it: 6 s, kept after the next
-        // pending; after the second: 11 s. Each gap is at least that, and not much more.
+        // pending; after the second: 11 s. Each gap is at least that (no upper bound: a loaded
+        // test process wakes late, and later is allowed).
         let expected: [Double] = [1, 6, 6, 11]
         #expect(gaps.count == expected.count)
         for (gap, least) in zip(gaps, expected) {
             #expect(gap >= least - 0.05, "a poll came \(gap) s after the previous one; the interval was \(least) s")
-            #expect(gap < least + 4, "a poll came \(gap) s after the previous one; the interval was \(least) s")
         }
     }
 }

@@ -12,6 +12,7 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case parameterOutOfBounds(parameter: String, detail: String)
         case randomGenerationFailed
         case openSSL(operation: String, detail: String)
+        case unusableKey(detail: String)
     }
 
     let kind: Kind
@@ -55,6 +56,18 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         CryptoError(.openSSL(operation: operation, detail: detail))
     }
 
+    /// A public or private key that is refused: too short, not on its curve, or of another
+    /// kind than the algorithm needs (`detail` names why, never key bytes).
+    public static func unusableKey(_ detail: String) -> CryptoError {
+        CryptoError(.unusableKey(detail: detail))
+    }
+
+    /// True when a key was refused (`unusableKey`).
+    public var isUnusableKey: Bool {
+        if case .unusableKey = kind { return true }
+        return false
+    }
+
     /// True when this is an authentication failure (the caller should say "wrong key or tampered").
     public var isAuthenticationFailure: Bool { kind == .authenticationFailure }
 
@@ -77,6 +90,8 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
             return "the random number generator failed"
         case let .openSSL(operation, detail):
             return "OpenSSL \(operation) failed: \(detail)"
+        case let .unusableKey(detail):
+            return "unusable key: \(detail)"
         }
     }
 }

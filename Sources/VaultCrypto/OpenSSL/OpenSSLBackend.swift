@@ -179,6 +179,49 @@ enum OpenSSLBackend {
         guard rc == 1 else { throw drainErrors(operation: "scrypt") }
     }
 
+    // MARK: JWS signatures
+
+    /// The result of `vault_jws_verify`.
+    enum SignatureCheck { case valid, invalid, keyRefused }
+
+    /// `vault_jws_verify`: `algorithm` is one of `VAULT_JWS_*`; `a`, `b` the key's members.
+    static func jwsVerify(algorithm: Int32, a: UnsafeRawBufferPointer, b: UnsafeRawBufferPointer,
+                          message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) throws -> SignatureCheck {
+        let rc = vault_jws_verify(algorithm, u8(a), a.count, u8(b), b.count, u8(message), message.count,
+                                  u8(signature), signature.count)
+        switch rc {
+        case VAULT_SHIM_OK: return .valid
+        case VAULT_SHIM_AUTH_FAILED: return .invalid
+        case VAULT_SHIM_KEY_REFUSED: return .keyRefused
+        default: throw drainErrors(operation: "signature verification")
+        }
+    }
+
+    static var jwsRS256: Int32 { VAULT_JWS_RS256 }
+    static var jwsPS256: Int32 { VAULT_JWS_PS256 }
+    static var jwsES256: Int32 { VAULT_JWS_ES256 }
+    static var jwsEdDSA: Int32 { VAULT_JWS_EDDSA }
+
+    /// `vault_p256_generate`: a new key pair into three 32-byte buffers.
+    static func p256Generate(d: UnsafeMutableRawBufferPointer, x: UnsafeMutableRawBufferPointer,
+                             y: UnsafeMutableRawBufferPointer) throws {
+        precondition(d.count == 32 && x.count == 32 && y.count == 32, "P-256 members are 32 bytes")
+        guard vault_p256_generate(d.baseAddress?.assumingMemoryBound(to: UInt8.self), x.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                  y.baseAddress?.assumingMemoryBound(to: UInt8.self)) == VAULT_SHIM_OK else {
+            throw drainErrors(operation: "P-256 key generation")
+        }
+    }
+
+    /// `vault_es256_sign`: the raw r‖s of an ES256 signature into `signature` (64 bytes).
+    static func es256Sign(d: UnsafeRawBufferPointer, x: UnsafeRawBufferPointer, y: UnsafeRawBufferPointer,
+                          message: UnsafeRawBufferPointer, signature: UnsafeMutableRawBufferPointer) throws {
+        precondition(d.count == 32 && x.count == 32 && y.count == 32 && signature.count == 64, "sizes are validated by P256SigningKey")
+        let rc = vault_es256_sign(u8(d), u8(x), u8(y), u8(message), message.count,
+                                  signature.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        if rc == VAULT_SHIM_KEY_REFUSED { throw CryptoError.unusableKey("the P-256 private key does not match its public point") }
+        guard rc == VAULT_SHIM_OK else { throw drainErrors(operation: "ES256 signing") }
+    }
+
     private static func u8(_ buffer: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? {
         guard buffer.count > 0 else { return nil }
         return buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)

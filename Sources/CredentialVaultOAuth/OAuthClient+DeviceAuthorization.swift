@@ -70,13 +70,15 @@ extension OAuthClient {
         throw OAuthError(.expiredToken, endpoint: name, detail: "the device code expired before the user approved it")
     }
 
-    /// The user id (`sub`): from the ID token when the token endpoint sent one (received
-    /// directly over TLS, so its signature need not be checked, OIDC Core §3.1.3.7), else
-    /// from the userinfo endpoint.
+    /// The user id (`sub`): from the ID token when the token endpoint sent one, once its
+    /// signature and claims are verified (`verifyIDToken`; a token that fails is an error, never
+    /// skipped), else from the userinfo endpoint. Without a configured issuer an ID token cannot
+    /// be verified, so it is not used.
     /// - Returns: the subject, or nil when neither source has one.
-    public func subject(of credentials: Credentials) async throws -> String? {
-        if let idToken = credentials.idToken, let subject = try? JWT.decode(idToken).subject, !subject.isEmpty {
-            return subject
+    /// - Throws: `OAuthError` `.verificationFailed` for an ID token that fails a check.
+    public func subject(of credentials: Credentials, nonce: String? = nil) async throws -> String? {
+        if configuration.issuer != nil, let verified = try await verifiedIdentity(of: credentials, nonce: nonce) {
+            return verified.subject
         }
         guard let url = try await optionalEndpoint(\.userinfo, "userinfo endpoint") else { return nil }
         var headers = HTTPHeaders()

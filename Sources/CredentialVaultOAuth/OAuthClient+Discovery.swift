@@ -37,7 +37,8 @@ extension OAuthClient {
                 }
                 found = found.map { $0.merged(with: document) } ?? document
                 if found?.endpoints.token != nil, found?.endpoints.revocation != nil,
-                   found?.endpoints.deviceAuthorization != nil, found?.endpoints.userinfo != nil { break }
+                   found?.endpoints.deviceAuthorization != nil, found?.endpoints.userinfo != nil,
+                   found?.endpoints.jwks != nil { break }
             } catch let error as OAuthError where error.status == 404 || error.kind == .configuration && error.status != nil {
                 lastError = error
             }

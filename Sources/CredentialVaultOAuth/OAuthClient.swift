@@ -18,6 +18,8 @@ public final class OAuthClient: Sendable {
     public let configuration: OAuthConfiguration
     let transport: HTTPTransport
     private let discovered = Mutex<ServerMetadata?>(nil)
+    /// The issuer's JWK Set as last fetched (`OAuthClient+IDToken.swift`).
+    let fetchedKeys = Mutex<JSONWebKeySet?>(nil)
 
     /// Creates a client.
     /// - Throws: `OAuthError` `.configuration` when the CA bundle cannot be read; `.insecureEndpoint`
@@ -30,7 +32,9 @@ public final class OAuthClient: Sendable {
         let named: [(String, URL?)] = [("issuer", configuration.issuer), ("token endpoint", configuration.endpoints.token),
                                        ("revocation endpoint", configuration.endpoints.revocation),
                                        ("device authorization endpoint", configuration.endpoints.deviceAuthorization),
-                                       ("userinfo endpoint", configuration.endpoints.userinfo)]
+                                       ("userinfo endpoint", configuration.endpoints.userinfo),
+                                       ("authorization endpoint", configuration.endpoints.authorization),
+                                       ("JWKS", configuration.endpoints.jwks)]
         for case let (name, url?) in named where !OAuthConfiguration.isAcceptable(url, allowInsecure: configuration.allowInsecureHTTP) {
             throw OAuthError(.insecureEndpoint, endpoint: "\(name) \(Self.display(url))",
                              detail: "https is required (plain http only to a loopback address)")

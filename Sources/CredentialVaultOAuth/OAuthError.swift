@@ -19,6 +19,9 @@ public struct OAuthError: Error, Sendable, CustomStringConvertible {
         case expiredToken
         /// An endpoint is plain `http` on a non-loopback host.
         case insecureEndpoint
+        /// A check of the server's answer failed: an ID token's signature or claims, the `iss` of
+        /// an authorization response (RFC 9207), a `state` or `nonce`. Nothing was stored.
+        case verificationFailed
     }
 
     /// What the app should do about it.

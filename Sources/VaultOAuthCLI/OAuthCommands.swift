@@ -50,7 +50,7 @@ package struct OAuthCommands: OAuthCommandSupport {
         switch error.kind {
         case .transient: VaultExitStatus.serverUnavailable
         case .invalidGrant: VaultExitStatus.permission
-        case .configuration, .accessDenied, .expiredToken, .insecureEndpoint: VaultExitStatus.serverRefused
+        case .configuration, .accessDenied, .expiredToken, .insecureEndpoint, .verificationFailed: VaultExitStatus.serverRefused
         }
     }
 
@@ -62,6 +62,7 @@ package struct OAuthCommands: OAuthCommandSupport {
         case .accessDenied: "the sign-in was declined at the verification page"
         case .expiredToken: "the code expired; run 'vault signin --device' again"
         case .insecureEndpoint: "use https (plain http is allowed only to 127.0.0.1, ::1 or localhost)"
+        case .verificationFailed: "nothing was stored; check the issuer and client id, or tell the server's operator"
         }
     }
 }

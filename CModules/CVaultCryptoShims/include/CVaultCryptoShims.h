@@ -11,42 +11,6 @@
 
 #if OPENSSL_VERSION_NUMBER < 0x30000000L
 #error "vault needs OpenSSL 3.0 or later (apt-get install libssl-dev)"
-// MARK: JWS signatures (signatures.c)
-
-/// The JWS algorithms `vault_jws_verify` checks (RFC 7518 §3.3, §3.4, §3.5; RFC 8037).
-#define VAULT_JWS_RS256 1
-#define VAULT_JWS_PS256 2
-#define VAULT_JWS_ES256 3
-#define VAULT_JWS_EDDSA 4
-
-/// `vault_jws_verify` for a key it will not use: RSA under 2048 or over 16384 bits, a P-256
-/// point not on the curve, an Ed25519 key that is not 32 bytes.
-#define VAULT_SHIM_KEY_REFUSED (-2)
-
-/// Verifies a JWS signature of `message`. The public key is given as a JWK gives it:
-/// RS256/PS256: `a` = modulus n, `b` = public exponent e (big-endian, unsigned);
-/// ES256: `a` = x, `b` = y (32 bytes each; `signature` is the raw 64-byte r‖s of RFC 7518 §3.4);
-/// EdDSA: `a` = the 32-byte Ed25519 public key, `b` unused.
-/// PS256 uses MGF1-SHA-256 and a 32-byte salt. An RSA signature must be exactly the modulus
-/// size. Returns VAULT_SHIM_OK when it verifies, VAULT_SHIM_AUTH_FAILED when it does not,
-/// VAULT_SHIM_KEY_REFUSED, or VAULT_SHIM_ERROR (libcrypto failure, unknown algorithm).
-int vault_jws_verify(int algorithm,
-                     const uint8_t *a, size_t a_len,
-                     const uint8_t *b, size_t b_len,
-                     const uint8_t *message, size_t message_len,
-                     const uint8_t *signature, size_t signature_len);
-
-/// A new P-256 key pair from OpenSSL's generator: the private scalar `d` and the public point
-/// (`x`, `y`), 32 bytes each. Returns VAULT_SHIM_OK or VAULT_SHIM_ERROR.
-int vault_p256_generate(uint8_t *d, uint8_t *x, uint8_t *y);
-
-/// An ES256 signature (ECDSA P-256 with SHA-256) of `message` as JWS wants it: the raw 64-byte
-/// r‖s into `signature`. The key is `d`, `x`, `y` (32 bytes each; OpenSSL checks that they
-/// belong together). Returns VAULT_SHIM_OK, VAULT_SHIM_KEY_REFUSED or VAULT_SHIM_ERROR.
-int vault_es256_sign(const uint8_t *d, const uint8_t *x, const uint8_t *y,
-                     const uint8_t *message, size_t message_len,
-                     uint8_t *signature);
-
 #endif
 
 #define VAULT_AES256GCM_KEY_BYTES 32

@@ -1,5 +1,5 @@
 /// Base64url without padding (RFC 4648 §5, as JWS uses it per RFC 7515 §2), on bytes.
-enum Base64URL {
+package enum Base64URL {
     /// The 6-bit value of an alphabet byte, or nil for anything else ("=", "+", "/", spaces).
     static func sextet(_ byte: UInt8) -> UInt8? {
         switch byte {
@@ -20,7 +20,7 @@ enum Base64URL {
     /// Decodes unpadded base64url; nil when `encoded` holds padding, a byte outside the
     /// alphabet, or has a length that is 1 mod 4. Leftover bits in the last character are
     /// ignored, as most JWT libraries do.
-    static func decode(_ encoded: UnsafeRawBufferPointer) -> [UInt8]? {
+    package static func decode(_ encoded: UnsafeRawBufferPointer) -> [UInt8]? {
         guard encoded.count % 4 != 1 else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(encoded.count * 3 / 4)
@@ -37,5 +37,24 @@ enum Base64URL {
             }
         }
         return output
+    }
+
+    /// Encodes `bytes` as unpadded base64url.
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        var accumulator: UInt32 = 0
+        var bitCount = 0
+        for byte in bytes {
+            accumulator = accumulator << 8 | UInt32(byte)
+            bitCount += 8
+            while bitCount >= 6 {
+                bitCount -= 6
+                output.append(alphabet[Int((accumulator >> UInt32(bitCount)) & 0x3F)])
+            }
+            accumulator &= (1 << UInt32(bitCount)) - 1
+        }
+        if bitCount > 0 { output.append(alphabet[Int((accumulator << UInt32(6 - bitCount)) & 0x3F)]) }
+        return String(decoding: output, as: UTF8.self)
     }
 }

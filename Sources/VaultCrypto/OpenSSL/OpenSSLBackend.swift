@@ -124,6 +124,15 @@ enum OpenSSLBackend {
     // MARK: Hashes, MACs and KDFs
 
     /// SHA-256 (`EVP_Digest` with `EVP_sha256`).
+    static func sha512(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
+        precondition(out.count == 64, "SHA-512 output is 64 bytes")
+        var length: UInt32 = 0
+        guard EVP_Digest(data.baseAddress, data.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, EVP_sha512(), nil) == 1,
+              length == 64 else {
+            throw drainErrors(operation: "SHA-512")
+        }
+    }
+
     static func sha256(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
         precondition(out.count == 32, "SHA-256 output is 32 bytes")
         var length: UInt32 = 0

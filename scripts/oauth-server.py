@@ -229,19 +229,22 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.reply(200, body)
         self.do_POST()
 
+    def count(self, name):
+        with StandIn.lock:
+            StandIn.counts[name] = StandIn.counts.get(name, 0) + 1
+            # Also in FOLDER/standin-counts.json, for tests that read files more easily than URLs.
+            temporary = StandIn.counts_file + ".tmp"
+            with open(temporary, "w") as f:
+                json.dump(StandIn.counts, f)
+            os.replace(temporary, StandIn.counts_file)
+
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         received = self.rfile.read(length) if length else b""
         mode = self.path.strip("/").split("/")[0]
         if self.path.endswith("/meta"):
             mode = "meta"   # RFC 8414 form: /.well-known/oauth-authorization-server/meta
-        with StandIn.lock:
-            StandIn.counts[mode] = StandIn.counts.get(mode, 0) + 1
-            # Also in FOLDER/standin-counts.json, for tests that read files more easily than URLs.
-            temporary = StandIn.counts_file + ".tmp"
-            with open(temporary, "w") as f:
-                json.dump(StandIn.counts, f)
-            os.replace(temporary, StandIn.counts_file)
+        self.count(mode)
         if mode == "meta" and "well-known" in self.path:
             base = "http://127.0.0.1:%d" % self.server.server_address[1]
             return self.reply(200, json.dumps({"issuer": base + "/meta", "token_endpoint": base + "/500/token",
@@ -270,6 +273,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return
         if mode == "device":
             return self.device(received)
+        if mode == "oidc":
+            return self.oidc(received)
         if mode == "html":
             return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
         return self.reply(404, b'{"error":"not_found"}')
@@ -301,6 +306,99 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.reply(200, json.dumps({"access_token": "standin-access-" + code, "token_type": "Bearer",
                                                "expires_in": 600, "refresh_token": "standin-refresh-" + code}).encode())
         return self.reply(400, json.dumps({"error": answer}).encode())
+
+
+    def oidc(self, received):
+        base = "http://127.0.0.1:%d/oidc" % self.server.server_address[1]
+        issuer = OIDC.issuer(base)
+        if self.path.endswith("/.well-known/openid-configuration"):
+            return self.reply(200, json.dumps({"issuer": issuer, "jwks_uri": base + "/jwks",
+                                               "token_endpoint": base + "/token", "scopes_supported": ["openid"],
+                                               "id_token_signing_alg_values_supported": ["RS256", "PS256", "ES256", "EdDSA"]
+                                               }).encode())
+        if self.path.endswith("/.well-known/oauth-authorization-server") or "/.well-known/" in self.path:
+            return self.reply(404, b'{"error":"not_found"}')
+        if self.path == "/oidc/jwks":
+            self.count("oidc-jwks")
+            return self.reply(200, OIDC.published().encode())
+        if self.path == "/oidc/sign":
+            order = json.loads(received or b"{}")
+            return self.reply(200, json.dumps({"token": OIDC.sign(order)}).encode())
+        return self.reply(404, b'{"error":"not_found"}')
+
+
+class OIDC:
+    """The stand-in issuer's keys, made at start (jwcrypto), and its signing."""
+    keys = {}
+    published_kids = []
+    lock = threading.Lock()
+
+    @staticmethod
+    def issuer(base):
+        return base
+
+    @classmethod
+    def setup(cls):
+        from jwcrypto import jwk
+        cls.keys = {"rsa": jwk.JWK.generate(kty="RSA", size=2048, kid="rsa-1", use="sig"),
+                    "ec": jwk.JWK.generate(kty="EC", crv="P-256", kid="ec-1", use="sig"),
+                    "ed": jwk.JWK.generate(kty="OKP", crv="Ed25519", kid="ed-1", use="sig"),
+                    # A P-256 key that signs but is never published (kid "ghost").
+                    "unpublished": jwk.JWK.generate(kty="EC", crv="P-256", kid="ghost", use="sig")}
+        cls.published_kids = ["rsa-1", "ec-1", "ed-1"]
+
+    @classmethod
+    def published(cls):
+        from jwcrypto import jwk
+        with cls.lock:
+            keyset = jwk.JWKSet()
+            for key in cls.keys.values():
+                if key.key_id in cls.published_kids:
+                    keyset.add(key)
+            return keyset.export(private_keys=False)
+
+    @classmethod
+    def sign(cls, order):
+        import base64
+        import hmac
+        from jwcrypto import jwk, jws
+
+        def b64(data):
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+        alg = order.get("alg", "RS256")
+        claims = json.dumps(order.get("claims", {})).encode()
+        header = {"alg": alg, "typ": "JWT"}
+        header.update(order.get("header", {}))
+        if alg == "none":
+            return b64(json.dumps(header).encode()) + "." + b64(claims) + "."
+        if alg == "HS256":
+            secret = cls.keys["rsa"].export_to_pem()
+            header.setdefault("kid", "rsa-1")
+            signing_input = b64(json.dumps(header).encode()) + "." + b64(claims)
+            return signing_input + "." + b64(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())
+        which = order.get("key") or {"RS256": "rsa", "PS256": "rsa", "ES256": "ec", "EdDSA": "ed"}[alg]
+        with cls.lock:
+            if which == "rotated":
+                kid = "rotated-%d" % (len(cls.keys) + 1)
+                params = {"RS256": dict(kty="RSA", size=2048), "PS256": dict(kty="RSA", size=2048),
+                          "ES256": dict(kty="EC", crv="P-256"), "EdDSA": dict(kty="OKP", crv="Ed25519")}[alg]
+                cls.keys[kid] = jwk.JWK.generate(kid=kid, use="sig", **params)
+                cls.published_kids.append(kid)
+                which = kid
+            key = cls.keys[which]
+        header.setdefault("kid", key.key_id)
+        if header.get("kid") is None:
+            del header["kid"]
+        if "crit" in header:
+            # jwcrypto will not sign a header it does not understand: signed here with the same key.
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.asymmetric import padding
+            signing_input = b64(json.dumps(header).encode()) + "." + b64(claims)
+            signature = key.get_op_key("sign").sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+            return signing_input + "." + b64(signature)
+        token = jws.JWS(claims)
+        token.add_signature(key, alg=alg, protected=json.dumps(header))
+        return token.serialize(compact=True)
 
 
 def start_standin(folder):
@@ -407,6 +505,15 @@ def password_grant(folder, scope):
         sys.stdout.write(response.read().decode())
 
 
+def sign(folder):
+    """Asks the stand-in issuer to sign the order read from stdin; prints {"token": ...}."""
+    with open(os.path.join(folder, "server.json")) as f:
+        facts = json.load(f)
+    request = urllib.request.Request(facts["standin"] + "/oidc/sign", data=sys.stdin.buffer.read(), method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        sys.stdout.write(response.read().decode())
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -421,8 +528,11 @@ def main():
         password_grant(argument, sys.argv[3] if len(sys.argv) > 3 else "read")
     elif command == "records":
         records(argument)
+    elif command == "sign":
+        sign(argument)
     elif command == "standin-serve":
         StandIn.counts_file = sys.argv[3]
+        OIDC.setup()
         server = http.server.ThreadingHTTPServer(("127.0.0.1", int(argument)), StandIn)
         server.serve_forever()
     else:

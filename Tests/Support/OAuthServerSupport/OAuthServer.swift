@@ -95,6 +95,17 @@ package struct OAuthServer: Sendable {
         _ = try script(["approve", directory, authorization.userCode] + (deny ? ["--deny"] : []))
     }
 
+    /// An ID token signed by the stand-in issuer (jwcrypto): `order` is {"alg", "claims", "key", "header"}.
+    package func signedByStandIn(_ order: [String: Any]) throws -> SecureBytes {
+        let body = try JSONSerialization.data(withJSONObject: order)
+        guard case .object(let members) = try JSONValue(parsing: try script(["sign", directory], input: SecureBytes(copying: Array(body)))),
+              let token = members["token"]?.stringValue else { throw ServerFailure("sign: no token") }
+        return SecureBytes(copying: Array(token.utf8))
+    }
+
+    /// The stand-in issuer (`/oidc`), whose ID tokens `signedByStandIn` makes.
+    package var standInIssuer: URL { get throws { try standIn.appendingPathComponent("oidc") } }
+
     /// Tokens for the test user through the confidential client.
     package func passwordGrant(scope: String = "read") throws -> Credentials {
         try TokenResponse.parse(try script(["password-grant", directory, scope]), receivedAt: Date())

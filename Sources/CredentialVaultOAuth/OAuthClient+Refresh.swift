@@ -4,15 +4,23 @@ import VaultCrypto
 extension OAuthClient {
     /// Trades a refresh token for new tokens (RFC 6749 §6). No scope is sent, so the granted
     /// scopes stay as they were. A response without a refresh token keeps the old one when the
-    /// session saves it.
-    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead).
+    /// session saves it. An ID token in the response must pass `verifyIDToken` (with a configured
+    /// issuer), or the whole response is refused and nothing is saved.
+    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead, `.verificationFailed`
+    ///   for an ID token that fails a check).
     public func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
         let url = try await endpoint(\.token, "token endpoint")
         var form = FormBody()
         form.append("grant_type", "refresh_token")
         form.append("refresh_token", secret: refreshToken)
         let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
-        return try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
+        let credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
+        // An ID token in the answer is verified like the first one (OIDC Core §12.2); the session
+        // then checks that it names the same issuer, subject and audience before saving it.
+        if configuration.issuer != nil, let idToken = credentials.idToken {
+            _ = try await verifyIDToken(idToken, accessToken: credentials.accessToken)
+        }
+        return credentials
     }
 
     /// The refresher for `SessionManager.validCredentials(minTTL:refresher:)`: `invalid_grant`

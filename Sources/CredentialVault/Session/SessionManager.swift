@@ -479,6 +479,7 @@ public actor SessionManager {
         let fresh: Credentials
         do {
             fresh = try await refresher(refreshToken)
+            try Self.checkSameIdentity(refreshed: fresh.idToken, session: latest.idToken)
         } catch RefreshFailure.invalidGrant {
             logger.notice("refresh token rejected; signing out", metadata: ["user": "\(user.id)"])
             try signOutLocked(newAnonymousID: false, expectedUserID: user.id, localData: configuration.localDataOnSignOut)
@@ -518,6 +519,25 @@ public actor SessionManager {
             publish(profileUser.onboardingComplete ? .signedIn(profileUser, merged) : .needsOnboarding(profileUser, merged))
         }
         return merged
+    }
+
+    /// A refreshed ID token must name the session's issuer, subject and audience (OpenID Connect
+    /// Core §12.2). The OAuth client verified its signature before handing it over; here the
+    /// claims of the two tokens are compared, and a mismatch refuses the refresh (nothing saved).
+    static func checkSameIdentity(refreshed: SecureBytes?, session: SecureBytes?) throws {
+        guard let refreshed, let session, let first = try? JWT.decode(session) else { return }
+        func audiences(_ token: DecodedJWT) -> Set<String> {
+            switch token.claims["aud"] {
+            case .string(let one)?: [one]
+            case .array(let many)?: Set(many.compactMap(\.stringValue))
+            default: []
+            }
+        }
+        guard let next = try? JWT.decode(refreshed), next.issuer == first.issuer, next.subject == first.subject,
+              audiences(next) == audiences(first) else {
+            throw VaultError(.serverRefused, "the refreshed ID token names another issuer, subject or audience than the session's "
+                             + "(OpenID Connect Core §12.2); nothing was saved", fix: "sign in again")
+        }
     }
 
     /// Classifies the journal of a refresh that did not finish: its marker in the vault means

@@ -153,3 +153,48 @@ private final class Presented: @unchecked Sendable {
     func mark() { lock.lock(); called = true; lock.unlock() }
     var wasCalled: Bool { lock.lock(); defer { lock.unlock() }; return called }
 }
+
+/// OpenID Connect Core §12.2: a refreshed ID token must name the session's issuer, subject and audience.
+@Suite struct RefreshedIDTokenTests {
+    /// An unsigned JWT with these claims (the OAuth client checks signatures before the session sees a token).
+    func idToken(_ claims: String) -> SecureBytes {
+        func encoded(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        return secret(encoded(#"{"alg":"RS256"}"#) + "." + encoded(claims) + ".c2ln")
+    }
+
+    @Test("the same identity is saved; another subject, issuer or audience refuses the refresh and keeps the session",
+          arguments: [(#"{"iss":"https://a","sub":"u1","aud":"app"}"#, true),
+                      (#"{"iss":"https://a","sub":"u1","aud":["app"]}"#, true),
+                      (#"{"iss":"https://a","sub":"u2","aud":"app"}"#, false),
+                      (#"{"iss":"https://b","sub":"u1","aud":"app"}"#, false),
+                      (#"{"iss":"https://a","sub":"u1","aud":"other"}"#, false)])
+    func sameIdentity(claims: String, accepted: Bool) async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        var first = fixture.credentials(expiresIn: 3600)
+        first.idToken = idToken(#"{"iss":"https://a","sub":"u1","aud":"app"}"#)
+        try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: first)
+        let clock = fixture.clock
+        let refreshed = idToken(claims)
+        let refresher: TokenRefresher = { _ in
+            Credentials(accessToken: secret("access-2"), refreshToken: secret("refresh-2"), idToken: refreshed,
+                        expiresAt: clock.now.addingTimeInterval(86_400))
+        }
+        if accepted {
+            #expect(try await session.validCredentials(minTTL: .seconds(7200), refresher: refresher).idToken == refreshed)
+        } else {
+            let error = await #expect(throws: VaultError.self) {
+                try await session.validCredentials(minTTL: .seconds(7200), refresher: refresher)
+            }
+            #expect(error?.code == .serverRefused)
+            #expect(error?.message.contains("§12.2") == true)
+            let kept = try await fixture.session().restore()
+            #expect(kept.credentials?.accessToken == secret("access-1"))
+            #expect(kept.credentials?.idToken == first.idToken)
+        }
+    }
+}

@@ -27,7 +27,13 @@ DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions", "oauth2_provider"]
 MIDDLEWARE = ["django.contrib.sessions.middleware.SessionMiddleware",
+              "django.middleware.csrf.CsrfViewMiddleware",
               "django.contrib.auth.middleware.AuthenticationMiddleware"]
+# The browser sign-in's real pages: Django's login form and the toolkit's consent page.
+TEMPLATES = [{{"BACKEND": "django.template.backends.django.DjangoTemplates", "DIRS": [os.path.join(BASE, "templates")],
+              "APP_DIRS": True, "OPTIONS": {{"context_processors": ["django.template.context_processors.request",
+                                                                    "django.contrib.auth.context_processors.auth"]}}}}]
+LOGIN_URL = "/accounts/login/"
 ROOT_URLCONF = "urls"
 DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE, "db.sqlite3"),
                           "OPTIONS": {{"timeout": 30, "transaction_mode": "IMMEDIATE"}}}}}}
@@ -50,18 +56,27 @@ OAUTH2_PROVIDER = {{
     "OAUTH_DEVICE_VERIFICATION_URI": "http://127.0.0.1:{port}/o/device/",
     "OIDC_ENABLED": True,
     "OIDC_RSA_PRIVATE_KEY": OIDC_KEY,
-    "PKCE_REQUIRED": False,
+    "PKCE_REQUIRED": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "SCOPES": {{"openid": "OpenID Connect", "read": "Read", "write": "Write", "introspection": "Introspect"}},
 }}
 """
 
 URLS = """\
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from oauth2_provider import urls as oauth2_urls
 urlpatterns = [
+    path("accounts/login/", LoginView.as_view(template_name="login.html")),
     path("o/", include("oauth2_provider.urls")),
     path("", include((oauth2_urls.metadata_urlpatterns, "oauth2_provider_metadata"))),
 ]
+"""
+
+LOGIN_PAGE = """\
+<!doctype html><title>Sign in</title>
+<form method="post" action="/accounts/login/">{% csrf_token %}{{ form.as_p }}
+<input type="hidden" name="next" value="{{ next }}"><button type="submit">Sign in</button></form>
 """
 
 MANAGE = """\
@@ -128,6 +143,9 @@ def start(folder):
             f.write(URLS)
         with open(os.path.join(folder, "manage.py"), "w") as f:
             f.write(MANAGE)
+        os.makedirs(os.path.join(folder, "templates"), exist_ok=True)
+        with open(os.path.join(folder, "templates", "login.html"), "w") as f:
+            f.write(LOGIN_PAGE)
         db = os.path.join(folder, "db.sqlite3")
         if not os.path.exists(db):
             subprocess.run([python, "manage.py", "migrate", "-v", "0"], cwd=folder, check=True, timeout=300)
@@ -172,12 +190,15 @@ def populate(folder):
         ("device", "vault-device", Application.CLIENT_PUBLIC, Application.GRANT_DEVICE_CODE),
         ("confidential", "vault-confidential", Application.CLIENT_CONFIDENTIAL, Application.GRANT_PASSWORD),
         ("daemon", "vault-daemon", Application.CLIENT_CONFIDENTIAL, Application.GRANT_CLIENT_CREDENTIALS),
+        # Browser sign-in: a public client whose loopback redirect matches any port (RFC 8252 §7.3).
+        ("browser", "vault-browser", Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE),
     ]
     for role, client_id, client_type, grant in apps:
         secret = secrets.token_urlsafe(30) if client_type == Application.CLIENT_CONFIDENTIAL else ""
+        redirect = "http://127.0.0.1/callback" if grant == Application.GRANT_AUTHORIZATION_CODE else ""
         Application.objects.create(name=role, client_id=client_id, client_secret=secret, user=user,
                                    client_type=client_type, authorization_grant_type=grant,
-                                   algorithm=Application.RS256_ALGORITHM, redirect_uris="")
+                                   algorithm=Application.RS256_ALGORITHM, redirect_uris=redirect)
         facts[role + "_client_id"] = client_id
         if secret:
             path = os.path.join(folder, role + ".secret")

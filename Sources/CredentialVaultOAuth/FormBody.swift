@@ -7,6 +7,9 @@ import VaultCrypto
 struct FormBody {
     private(set) var buffer = ByteBuffer()
 
+    /// The encoded form as text (for a URL's query: nothing secret goes there).
+    var text: String { String(buffer: buffer) }
+
     mutating func append(_ name: String, _ value: String) {
         append(name, bytes: Array(value.utf8))
     }

@@ -33,7 +33,8 @@ package struct OAuthCommands: OAuthCommandSupport {
             issuer: try url(configuration.issuer, "issuer"),
             endpoints: OAuthEndpoints(token: try url(configuration.tokenEndpoint, "token endpoint"),
                                       revocation: try url(configuration.revocationEndpoint, "revocation endpoint"),
-                                      deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint")),
+                                      deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint"),
+                                      authorization: try url(configuration.authorizationEndpoint, "authorization endpoint")),
             clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
             caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)
         oauthConfiguration.caBundlePEM = caBundle
@@ -42,6 +43,17 @@ package struct OAuthCommands: OAuthCommandSupport {
 
     /// 69 for transient failures (the session is kept), 77 for a dead grant, 76 for the rest.
     package func report(_ error: any Error) -> ReportedError? {
+        if let error = error as? LoopbackRedirectError {
+            switch error.kind {
+            case .portUnavailable:
+                return ReportedError(message: error.description, hint: "choose another --redirect-port, or leave it out for a free one",
+                                     exitStatus: VaultExitStatus.systemError)
+            case .noCallback:
+                return ReportedError(message: error.description + "; nothing was stored",
+                                     hint: "finish the sign-in in the browser sooner, or give more time with --wait",
+                                     exitStatus: VaultExitStatus.busy)
+            }
+        }
         guard let error = error as? OAuthError else { return nil }
         return ReportedError(message: error.description, hint: Self.hint(for: error), exitStatus: Self.exitStatus(for: error))
     }
@@ -88,6 +100,15 @@ struct CommandClient: CommandOAuthClient {
         show(text)
         let credentials = try await client.pollDeviceAuthorization(authorization)
         return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
+    }
+
+    func signInWithBrowser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void) async throws -> CommandSignIn {
+        let result = try await client.signInWithBrowser(port: port, wait: wait) { url in await open(url.absoluteString) }
+        if let identity = result.identity {
+            return CommandSignIn(credentials: result.credentials, subject: identity.subject, name: identity.name, email: identity.email)
+        }
+        // No ID token: userinfo, when the server has it (OpenID Connect); else the caller's --user-id.
+        return CommandSignIn(credentials: result.credentials, subject: try await client.subject(of: result.credentials))
     }
 
     func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String]) {

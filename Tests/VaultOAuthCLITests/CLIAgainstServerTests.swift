@@ -13,12 +13,13 @@ struct VaultRun {
 }
 
 /// Runs `vault` with the folder's vault and key file; `onStderr` sees standard error as it comes.
-func vault(_ arguments: [String], folder: SessionFolder, input: Data = Data(),
+func vault(_ arguments: [String], folder: SessionFolder, input: Data = Data(), environment: [String: String] = [:],
            onStderr: (@Sendable (String) -> Void)? = nil) throws -> VaultRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "vault"))
     process.arguments = arguments
     process.environment = ["VAULT_DIR": folder.path + "/vault", "VAULT_KEY_FILE": folder.keyPath, "PATH": "/usr/bin:/bin"]
+        .merging(environment) { $1 }
     let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
     process.standardInput = stdin
     process.standardOutput = stdout

@@ -4,11 +4,11 @@ import Dispatch
 /// Dispatch thread instead of Swift's cooperative pool, which has one thread per core:
 /// two unlocks on a 2-core machine would otherwise stall every other task of the app
 /// (a server's request handlers included) until they finish.
-enum BlockingWork {
+package enum BlockingWork {
     private static let queue = DispatchQueue(label: "vault.blocking-work", qos: .userInitiated, attributes: .concurrent)
 
     /// Runs `body` on a Dispatch thread and suspends the caller until it returns.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try body() }) }
         }

@@ -5,9 +5,9 @@ import Darwin
 #endif
 
 /// Turns errno values into text for error messages.
-enum SystemErrorText {
+package enum SystemErrorText {
     /// "No space left on device (errno 28)".
-    static func describe(_ code: Int32) -> String {
+    package static func describe(_ code: Int32) -> String {
         guard let text = strerror(code) else { return "errno \(code)" }
         return "\(String(cString: text)) (errno \(code))"
     }

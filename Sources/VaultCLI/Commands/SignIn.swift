@@ -7,7 +7,7 @@ extension VaultCommand {
     struct SignIn: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "signin",
-            abstract: "Sign in with an OAuth 2.0 token response read from standard input, or with --device.",
+            abstract: "Sign in with an OAuth 2.0 token response read from standard input, or with --browser or --device.",
             discussion: """
                 Standard input is the token endpoint's JSON (RFC 6749 §5.1: access_token, token_type, \
                 expires_in, and optionally refresh_token, id_token, scope), so `curl … | vault signin --user-id u1` \
@@ -16,6 +16,10 @@ extension VaultCommand {
                 verification URI and user code go to standard error, and the client configuration is stored so \
                 that 'vault token' and 'vault refresh' can refresh. The user id is the ID token's 'sub' (or \
                 userinfo's) unless --user-id is given.
+                With --browser --issuer URL --client-id ID the user signs in in their browser: authorization code \
+                with PKCE (RFC 7636) and a redirect to http://127.0.0.1:PORT/callback (RFC 8252). The address goes \
+                to standard error and is opened with $BROWSER, else xdg-open (--no-open only prints it). The ID \
+                token is verified with the issuer's keys; its subject, name and email name the user.
                 From guest mode the guest's transferable items move to the account in the same atomic write.
                 """
         )
@@ -28,6 +32,20 @@ extension VaultCommand {
 
         @Flag(help: "Sign in with the device authorization grant (RFC 8628) instead of reading standard input.")
         var device = false
+
+        @Flag(help: "Sign in in the browser: authorization code with PKCE and a loopback redirect (RFC 8252).")
+        var browser = false
+
+        @Option(name: .customLong("redirect-port"), help: ArgumentHelp("With --browser: the loopback port to listen on (default: a free one).",
+                                                                       valueName: "N"))
+        var redirectPort: Int?
+
+        @Flag(name: .customLong("no-open"), help: "With --browser: print the address only; do not start a browser.")
+        var noOpen = false
+
+        @Option(name: .customLong("wait"), help: ArgumentHelp("With --browser: how long to wait for the sign-in (default 5m; 1s to 1h).",
+                                                              valueName: "DURATION"), transform: HumanDuration.seconds(in:))
+        var waitSeconds: Int64 = 300
 
         @OptionGroup var client: ClientOptions
 
@@ -56,12 +74,34 @@ extension VaultCommand {
 
         /// The device grant calls the authorization server: in vault-oauth; a token response on
         /// standard input is stored here.
-        var oauthHandOver: OAuthHandOver { device ? .always : .never }
+        var oauthHandOver: OAuthHandOver { device || browser ? .always : .never }
+
+        func validate() throws {
+            if device && browser { throw ValidationError("--device and --browser are two ways to sign in: choose one") }
+            if !browser, redirectPort != nil || noOpen {
+                throw ValidationError("--redirect-port and --no-open go with --browser")
+            }
+            if let redirectPort, !(1...65535).contains(redirectPort) { throw ValidationError("--redirect-port must be 1 to 65535") }
+            guard (1...3600).contains(waitSeconds) else { throw ValidationError("--wait must be between 1s and 1h") }
+        }
 
         func run(_ context: CommandContext) async throws {
             let onFleet = try options.storeSelection != .file
-            if onFleet, device {
-                throw UsageError("--device signs in the vault file's user; for a fleet session pipe the token response in")
+            if onFleet, device || browser {
+                throw UsageError("--device and --browser sign in the vault file's user; for a fleet session pipe the token response in")
+            }
+            if browser {
+                let (result, client) = try await BrowserSignIn.run(client: self.client, server: server, port: redirectPort,
+                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, context: context)
+                guard let subject = userID ?? result.subject else {
+                    throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; nothing was stored",
+                                     hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")
+                }
+                try await finish(user: subject, credentials: result.credentials, context: context,
+                                 serverName: result.name, serverEmail: result.email)
+                try await client.save(to: try await context.openStorage(options), secret: nil)
+                try StoredClientConfiguration.removeProfileCopy(options)
+                return
             }
             if device {
                 let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, server: server, userID: userID,
@@ -95,11 +135,12 @@ extension VaultCommand {
             try await finish(user: userID, credentials: credentials, context: context)
         }
 
-        private func finish(user userID: String, credentials: Credentials, context: CommandContext) async throws {
+        private func finish(user userID: String, credentials: Credentials, context: CommandContext,
+                            serverName: String? = nil, serverEmail: String? = nil) async throws {
             let session = try await context.session(options, fleetSession: self.session, key: .required)
             _ = await session.restore()
-            let user = User(id: userID, displayName: name, email: email, signInMethod: method ?? (device ? "device" : nil),
-                            onboardingComplete: onboarded)
+            let user = User(id: userID, displayName: name ?? serverName, email: email ?? serverEmail,
+                            signInMethod: method ?? (device ? "device" : browser ? "browser" : nil), onboardingComplete: onboarded)
             let report = try await session.signIn(user: user, credentials: credentials, policy: mergePolicy)
             if json {
                 try StandardIO.printOutput(TextLayout.json(report.jsonValue))

@@ -30,6 +30,9 @@ package protocol CommandOAuthClient: Sendable {
     /// - Returns: the tokens, and with `lookingUpSubject` the user id from the ID token or
     ///   userinfo when the server gives one.
     func signInWithDevice(lookingUpSubject: Bool, show: (String) -> Void) async throws -> (credentials: Credentials, subject: String?)
+    /// The browser sign-in (authorization code + PKCE, loopback redirect): `open` gets the
+    /// authorization URL; the tokens come back with the verified user, when the server said.
+    func signInWithBrowser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void) async throws -> CommandSignIn
     /// Revokes the refresh and access tokens (RFC 7009); never throws.
     /// - Returns: whether every revocation succeeded, what happened (for the user), and the token
     ///   types revoked ("refresh_token", "access_token").
@@ -38,6 +41,21 @@ package protocol CommandOAuthClient: Sendable {
     func revoke(_ token: SecureBytes, hint: String) async -> Bool
     /// Closes the client's connections.
     func shutdown() async throws
+}
+
+/// What a sign-in through the server gave: the tokens, and the user as the server verified them.
+package struct CommandSignIn: Sendable {
+    package let credentials: Credentials
+    package let subject: String?
+    package let name: String?
+    package let email: String?
+
+    package init(credentials: Credentials, subject: String?, name: String? = nil, email: String? = nil) {
+        self.credentials = credentials
+        self.subject = subject
+        self.name = name
+        self.email = email
+    }
 }
 
 /// An error as the command line reports it: `vault: message`, `hint: hint`, and the exit status.

@@ -19,10 +19,12 @@ package enum VaultExitStatus {
     /// The authorization server could not be reached or failed transiently (`EX_UNAVAILABLE`); the session is kept.
     package static let serverUnavailable: Int32 = 69
     /// Another process holds the vault lock past the timeout (`EX_TEMPFAIL`).
-    static let busy: Int32 = 75
+    package static let busy: Int32 = 75
     /// The authorization server answered with an OAuth error response (`EX_PROTOCOL`), e.g. an
     /// `error` piped to `vault signin`, `invalid_client`, `access_denied`.
     package static let serverRefused: Int32 = 76
+    /// 71 (EX_OSERR): the system refused a resource vault needs, e.g. the --redirect-port.
+    package static let systemError: Int32 = 71
     /// Wrong key, invalid key or insecure permissions (`EX_NOPERM`).
     package static let permission: Int32 = 77
 

@@ -22,6 +22,9 @@ struct ClientOptions: ParsableArguments {
     @Option(name: .customLong("device-endpoint"), help: ArgumentHelp("Override the discovered device authorization endpoint.", valueName: "URL"))
     var deviceEndpoint: String?
 
+    @Option(name: .customLong("authorization-endpoint"), help: ArgumentHelp("Override the discovered authorization endpoint (--browser).", valueName: "URL"))
+    var authorizationEndpoint: String?
+
     @Option(name: .customLong("ca-bundle"), help: ArgumentHelp("A PEM file of CA certificates to trust instead of the system's.", valueName: "FILE"))
     var caBundle: String?
 
@@ -36,6 +39,6 @@ struct ClientOptions: ParsableArguments {
             issuer: issuer, clientID: clientID, authMethod: authMethod, grant: grant,
             scopes: scopes.flatMap { $0.split(separator: " ").map(String.init) },
             tokenEndpoint: tokenEndpoint, revocationEndpoint: revocationEndpoint, deviceEndpoint: deviceEndpoint,
-            caBundle: caBundle, caBundleSHA256: try caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:)))
+            authorizationEndpoint: authorizationEndpoint, caBundle: caBundle, caBundleSHA256: try caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:)))
     }
 }

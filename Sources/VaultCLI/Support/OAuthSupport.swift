@@ -27,6 +27,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
     package var tokenEndpoint: String?
     package var revocationEndpoint: String?
     package var deviceEndpoint: String?
+    /// Where the browser sign-in sends the user (`--authorization-endpoint`), else discovered.
+    package var authorizationEndpoint: String?
     package var caBundle: String?
     /// The SHA-256 of the CA bundle's contents when it was stored (hex): a changed bundle is refused.
     package var caBundleSHA256: String?
@@ -37,14 +39,15 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                                            "grant": .string(grant.rawValue), "scopes": .array(scopes.map(JSONValue.string))]
         let optional: [(String, String?)] = [("issuer", issuer), ("tokenEndpoint", tokenEndpoint),
                                              ("revocationEndpoint", revocationEndpoint), ("deviceEndpoint", deviceEndpoint),
+                                             ("authorizationEndpoint", authorizationEndpoint),
                                              ("caBundle", caBundle), ("caBundleSha256", caBundleSHA256)]
         for case let (key, value?) in optional { object[key] = .string(value) }
         return .object(object)
     }
 
     init(issuer: String?, clientID: String, authMethod: ClientAuthMethod = .none, grant: ClientGrant = .refreshToken, scopes: [String] = [],
-         tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil, caBundle: String? = nil,
-         caBundleSHA256: String? = nil) {
+         tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil,
+         authorizationEndpoint: String? = nil, caBundle: String? = nil, caBundleSHA256: String? = nil) {
         self.issuer = issuer
         self.clientID = clientID
         self.authMethod = authMethod
@@ -53,6 +56,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
         self.deviceEndpoint = deviceEndpoint
+        self.authorizationEndpoint = authorizationEndpoint
         self.caBundle = caBundle
         self.caBundleSHA256 = caBundleSHA256
     }
@@ -74,7 +78,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                   scopes: members["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                   tokenEndpoint: members["tokenEndpoint"]?.stringValue,
                   revocationEndpoint: members["revocationEndpoint"]?.stringValue,
-                  deviceEndpoint: members["deviceEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue,
+                  deviceEndpoint: members["deviceEndpoint"]?.stringValue,
+                  authorizationEndpoint: members["authorizationEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue,
                   caBundleSHA256: members["caBundleSha256"]?.stringValue)
     }
 

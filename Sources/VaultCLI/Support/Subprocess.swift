@@ -97,6 +97,28 @@ enum Subprocess {
         return Result(status: waitForExit(pid, deadline: deadline), output: output, errors: errors)
     }
 
+    /// Starts `command` (looked up on PATH) in a session of its own, with standard input and
+    /// output on /dev/null, and does not wait for it (a browser).
+    /// - Returns: whether it started.
+    static func startDetached(_ command: [String]) -> Bool {
+        guard !command.isEmpty else { return false }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        InheritedDescriptors.closeOnExec()
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // POSIX_SPAWN_SETSID (glibc 2.26): the browser outlives a Ctrl-C at vault's terminal.
+        posix_spawnattr_setflags(&attributes, Int16(0x80))
+        let arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ) == 0
+    }
+
     /// A pipe whose ends close on exec (the child gets its end through dup2, which clears the flag).
     static func makePipe(_ ends: inout [Int32]) -> Bool {
         guard pipe(&ends) == 0 else { return false }

@@ -1,0 +1,142 @@
+import CredentialVault
+import Foundation
+import OAuthServerSupport
+import Testing
+
+/// `vault signin --browser` against the real django-oauth-toolkit server: scripts/test-browser,
+/// set as $BROWSER, logs in through the server's own login and consent pages and follows its
+/// redirect to vault's loopback listener; its switches make the misbehaviours.
+@Suite("vault signin --browser against the real server", .enabled(if: OAuthServer.shouldRun))
+struct BrowserSignInCLITests {
+    /// What the browser saw at vault's listener: one entry per request.
+    struct Visit: Decodable {
+        let what: String
+        let status: Int
+        let page: String
+    }
+
+    func signIn(_ folder: SessionFolder, browser modes: String, extra: [String] = [], wait: String = "60s") throws -> (VaultRun, [Visit]) {
+        let server = try OAuthServer.require()
+        let log = folder.path + "/browser-\(UUID().uuidString).log"
+        let run = try vault(["signin", "--browser", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("browser_client_id"),
+                             "--scope", "read", "--wait", wait, "--json"] + extra,
+                            folder: folder,
+                            environment: ["BROWSER": OAuthServer.repositoryRoot + "/scripts/test-browser", "VAULT_OAUTH_SERVER": server.directory,
+                                          "VAULT_TEST_BROWSER": modes, "VAULT_TEST_BROWSER_LOG": log])
+        // The browser is detached: its last request may land just after vault exits.
+        var visits: [Visit] = []
+        for _ in 0..<50 {
+            let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+            visits = lines.compactMap { try? JSONDecoder().decode(Visit.self, from: Data($0.utf8)) }
+            if visits.contains(where: { $0.what == "callback" }) || modes.contains("nothing") { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return (run, visits)
+    }
+
+    func state(_ folder: SessionFolder) throws -> String {
+        let status = try vault(["status", "--json"], folder: folder)
+        guard case .object(let members) = try JSONValue(parsing: Array(status.stdout)) else { return "?" }
+        return members["state"]?.stringValue ?? "?"
+    }
+
+    @Test("signs in through the login and consent pages: PKCE, the verified ID token's user, guest items migrate; wrong state gets 400, other paths 404")
+    func signsIn() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        #expect(try vault(["add", "draft", "--guest"], folder: folder, input: Data("guest-draft".utf8)).status == 0)
+        let started = ContinuousClock.now
+        let (run, visits) = try signIn(folder, browser: "probe")
+        let took = ContinuousClock.now - started
+        print("one browser sign-in end to end on loopback (vault start to exit, login and consent included): \(took)")
+        #expect(run.status == 0, "\(run.stderr)")
+        guard case .object(let report) = try JSONValue(parsing: Array(run.stdout)) else {
+            Issue.record("not JSON: \(run.stderr)")
+            return
+        }
+        #expect(report["userId"]?.stringValue == (try server.userID))
+        #expect(report["moved"] == .array([.string("draft")]))
+        #expect(run.stderr.contains("http://127.0.0.1:\(server.facts["port"]?.intValue ?? 0)/o/authorize/?response_type=code"))
+        #expect(run.stderr.contains("code_challenge_method=S256"))
+        #expect(visits.map(\.what) == ["favicon", "wrong-state", "no-state", "callback"])
+        #expect(visits.map(\.status) == [404, 400, 400, 200])
+        #expect(visits.last?.page.contains("Signed in") == true)
+        #expect(visits.allSatisfy { !$0.page.contains("code=") && !$0.page.contains("access_token") })
+        #expect(try state(folder) == "needsOnboarding")
+        // The client configuration was stored: the session refreshes without the command line's options.
+        let token = try vault(["refresh"], folder: folder)
+        #expect(token.status == 0, "\(token.stderr)")
+    }
+
+    @Test("the user presses Cancel: access_denied exits 76, the guest stays guest")
+    func denied() throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        let (run, visits) = try signIn(folder, browser: "deny")
+        #expect(run.status == 76, "\(run.stderr)")
+        #expect(run.stderr.contains("access_denied"))
+        #expect(visits.last?.status == 400)
+        #expect(visits.last?.page.contains("did not complete") == true)
+        #expect(try state(folder) == "guest")
+    }
+
+    @Test("an iss that is not the issuer (RFC 9207 mix-up) exits 76 and stores nothing")
+    func wrongIssuer() throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        let (run, _) = try signIn(folder, browser: "inject-iss")
+        #expect(run.status == 76, "\(run.stderr)")
+        #expect(run.stderr.contains("RFC 9207"))
+        #expect(try state(folder) == "guest")
+    }
+
+    @Test("a replayed authorization code is refused by the server (invalid_grant): exit 76, nothing stored")
+    func replayedCode() throws {
+        let first = try SessionFolder()
+        defer { first.cleanUp() }
+        _ = try vault(["init"], folder: first)
+        let codeFile = first.path + "/code"
+        let (firstRun, _) = try signIn(first, browser: "save-code=\(codeFile)")
+        #expect(firstRun.status == 0, "\(firstRun.stderr)")
+        let second = try SessionFolder()
+        defer { second.cleanUp() }
+        _ = try vault(["init"], folder: second)
+        _ = try vault(["guest"], folder: second)
+        let (run, _) = try signIn(second, browser: "replay-code=\(codeFile)")
+        #expect(run.status == 76, "\(run.stderr)")
+        #expect(run.stderr.contains("invalid_grant"))
+        #expect(try state(second) == "guest")
+    }
+
+    @Test("no callback within --wait exits 75; --no-open starts no browser")
+    func noCallback() throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        let (run, visits) = try signIn(folder, browser: "", extra: ["--no-open"], wait: "2s")
+        #expect(run.status == 75, "\(run.stderr)")
+        #expect(run.stderr.contains("/o/authorize/?"))
+        #expect(visits.isEmpty)
+        #expect(try state(folder) == "guest")
+    }
+
+    @Test("a --redirect-port that cannot be bound exits 71")
+    func portInUse() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        // The authorization server's own port is taken.
+        let (run, _) = try signIn(folder, browser: "nothing", extra: ["--redirect-port", "\(server.facts["port"]?.intValue ?? 0)"], wait: "2s")
+        #expect(run.status == 71, "\(run.stderr)")
+        #expect(run.stderr.contains("cannot listen on 127.0.0.1"))
+    }
+}

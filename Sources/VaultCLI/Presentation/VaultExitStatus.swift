@@ -64,10 +64,11 @@ package enum VaultExitStatus {
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
         (notFound, "vault, entry or file not found; nobody signed in"),
         (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost; no vault agent answering (start one: vault agent)"),
+        (systemError, "the system refused a resource: signin --browser's --redirect-port cannot be bound"),
         (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
         (ioError, "I/O error: disk full, standard output closed"),
-        (busy, "busy: another process holds the vault lock"),
-        (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …)"),
+        (busy, "busy: another process holds the vault lock; temporary: no browser sign-in came back within --wait"),
+        (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …), or a check of its answer failed (ID token, iss, state)"),
         (permission, "wrong key, invalid key file, insecure permissions; session expired (sign in again); vault not unlocked in the agent; refused by an agent rule"),
     ]
 

@@ -136,8 +136,10 @@ enum IDTokenVerifier {
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= maximumSubjectLength else {
             throw refused("it has no valid subject (sub)")
         }
-        if let expected = claims["at_hash"] {
-            guard let accessToken = expectations.accessToken, let text = expected.stringValue,
+        // at_hash binds the ID token to the access token issued with it; checked whenever the
+        // caller has that access token (the code, device and refresh answers always do).
+        if let expected = claims["at_hash"], let accessToken = expectations.accessToken {
+            guard let text = expected.stringValue,
                   try atHashMatches(text, accessToken: accessToken, algorithm: algorithm) else {
                 throw refused("its at_hash does not match the access token issued with it")
             }

@@ -1,10 +1,15 @@
 import CredentialVault
+import FoundationEssentials
 
 /// How `SessionManager.signIn(using:client:)` signs the user in.
 public enum SignInMethod: Sendable {
     /// The device authorization grant (RFC 8628), for a device without a browser of its own: `show`
     /// is given the code and the address the user opens elsewhere (show them; return at once).
     case device(show: @Sendable (DeviceAuthorization) async -> Void)
+    /// The browser: authorization code with PKCE and a loopback redirect (RFC 8252). `open` is
+    /// given the authorization URL (start the system browser with it, or show it; return at
+    /// once); `port` is the loopback port (nil for a free one) and `wait` how long the user has.
+    case browser(port: Int? = nil, wait: Duration = .seconds(300), open: @Sendable (URL) async -> Void)
 }
 
 /// What a sign-in through `signIn(using:client:)` did.
@@ -16,13 +21,14 @@ public struct SignInResult: Sendable {
 }
 
 extension SessionManager {
-    /// Signs a user in in one call: starts the grant, shows the code through the app's closure,
-    /// polls until the user approves, learns the user id from the server (the ID token's `sub`,
-    /// else userinfo), then `signIn(user:credentials:policy:)` upgrades the guest. When the
+    /// Signs a user in in one call: the device grant (shows the code through the app's closure,
+    /// polls until the user approves) or the browser (PKCE, loopback redirect, `state`, `nonce`
+    /// and RFC 9207 `iss` checked); learns the user id from the server (the verified ID token's
+    /// `sub`, name and email, else userinfo), then `signIn(user:credentials:policy:)` upgrades the guest. When the
     /// server gives no user id, or the sign-in cannot be saved, the fresh tokens are revoked at the
     /// server before the error is thrown: nothing is left alive that the app does not hold.
     /// - Parameters:
-    ///   - method: `.device(show:)`.
+    ///   - method: `.device(show:)` or `.browser(port:wait:open:)`.
     ///   - client: The app's OAuth client (a public client for the device grant).
     ///   - policy: How to resolve items present in both the guest and the account.
     ///   - onboardingComplete: Whether the new user counts as onboarded (a returning user who
@@ -30,7 +36,8 @@ extension SessionManager {
     /// - Returns: The user and what moved from the guest.
     /// - Throws: `.alreadyExists` (before anything is shown) when someone is signed in;
     ///   `OAuthError` (`.accessDenied`, `.expiredToken`, transient, configuration; `.configuration`
-    ///   when the server tells no user id); the store's errors, as `signIn(user:credentials:policy:)`.
+    ///   when the server tells no user id; `.verificationFailed` for a refused ID token or `iss`);
+    ///   `LoopbackRedirectError` (browser: the port cannot be bound, no callback in time); the store's errors, as `signIn(user:credentials:policy:)`.
     @discardableResult
     public func signIn(using method: SignInMethod, client: OAuthClient, policy: MergePolicy = .keepAccount,
                        onboardingComplete: Bool = false) async throws -> SignInResult {
@@ -39,21 +46,31 @@ extension SessionManager {
                              topic: .alreadySignedIn)
         }
         let credentials: Credentials
+        var verified: VerifiedIDToken?
+        let methodName: String
         switch method {
         case let .device(show):
             let authorization = try await client.startDeviceAuthorization()
             await show(authorization)
             credentials = try await client.pollDeviceAuthorization(authorization)
+            methodName = "device"
+        case let .browser(port, wait, open):
+            let result = try await client.signInWithBrowser(port: port, wait: wait, open: open)
+            credentials = result.credentials
+            verified = result.identity
+            methodName = "browser"
         }
         var subjectSeen: String?
         do {
-            guard let subject = try await client.subject(of: credentials) else {
+            let found: String? = if let verified { verified.subject } else { try await client.subject(of: credentials) }
+            guard let subject = found else {
                 throw OAuthError(.configuration, endpoint: "token endpoint",
                                  detail: "the server sent no ID token and has no userinfo endpoint, so the user id is unknown "
                                      + "(ask for the 'openid' scope); the tokens were revoked")
             }
             subjectSeen = subject
-            let user = User(id: subject, signInMethod: "device", onboardingComplete: onboardingComplete)
+            let user = User(id: subject, displayName: verified?.name, email: verified?.email, signInMethod: methodName,
+                            onboardingComplete: onboardingComplete)
             let migration = try await signIn(user: user, credentials: credentials, policy: policy)
             return SignInResult(user: user, migration: migration)
         } catch {

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 ACCESS_TTL = int(os.environ.get("VAULT_OAUTH_ACCESS_TTL", "20"))
@@ -296,6 +297,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.device(received)
         if mode == "oidc":
             return self.oidc(received)
+        if mode == "dpop":
+            return self.dpop(received)
         if mode == "html":
             return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
         return self.reply(404, b'{"error":"not_found"}')
@@ -329,6 +332,49 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         return self.reply(400, json.dumps({"error": answer}).encode())
 
 
+    def dpop(self, received):
+        import urllib.parse
+        base = "http://127.0.0.1:%d/dpop" % self.server.server_address[1]
+        proof = self.headers.get("DPoP") or ""
+        with DPoP.lock:
+            if self.path == "/dpop/token":
+                form = urllib.parse.parse_qs(received.decode("ascii", "replace"))
+                jkt, why = check_proof(proof, "POST", base + "/token") if proof else (None, "no proof")
+                DPoP.log.append({"endpoint": "token", "ok": jkt is not None, "why": why})
+                self.write_dpop_log()
+                if jkt is None:
+                    if why == "nonce":
+                        return self.reply(400, b'{"error":"use_dpop_nonce","error_description":"a nonce is required"}',
+                                          headers=[("DPoP-Nonce", DPoP.nonce)])
+                    return self.reply(400, json.dumps({"error": "invalid_dpop_proof", "error_description": why}).encode())
+                refresh = (form.get("refresh_token") or [""])[0]
+                if (form.get("grant_type") or [""])[0] != "refresh_token" or not refresh:
+                    return self.reply(400, b'{"error":"unsupported_grant_type"}')
+                bound = DPoP.refresh_jkt.setdefault(refresh, jkt)
+                if bound != jkt:
+                    return self.reply(400, b'{"error":"invalid_grant","error_description":"the refresh token is bound to another key"}')
+                access, rotated = "dpop-access-" + secrets.token_urlsafe(12), "dpop-refresh-" + secrets.token_urlsafe(12)
+                DPoP.access_jkt[access] = jkt
+                DPoP.refresh_jkt[rotated] = jkt
+                return self.reply(200, json.dumps({"access_token": access, "token_type": "DPoP", "expires_in": 600,
+                                                   "refresh_token": rotated}).encode(), headers=[("DPoP-Nonce", DPoP.nonce)])
+            if self.path == "/dpop/resource":
+                scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+                jkt, why = check_proof(proof, "GET", base + "/resource", access_token=token) if proof else (None, "no proof")
+                ok = scheme == "DPoP" and jkt is not None and DPoP.access_jkt.get(token) == jkt
+                DPoP.log.append({"endpoint": "resource", "ok": ok, "why": why, "scheme": scheme})
+                self.write_dpop_log()
+                if not ok:
+                    return self.reply(401, b'{"error":"invalid_token"}', headers=[("WWW-Authenticate", 'DPoP error="invalid_dpop_proof"')])
+                return self.reply(200, b'{"resource":"granted"}')
+        return self.reply(404, b'{"error":"not_found"}')
+
+    def write_dpop_log(self):
+        path = os.path.join(os.path.dirname(StandIn.counts_file), "standin-dpop.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(DPoP.log, f)
+        os.replace(path + ".tmp", path)
+
     def oidc(self, received):
         base = "http://127.0.0.1:%d/oidc" % self.server.server_address[1]
         issuer = OIDC.issuer(base)
@@ -346,6 +392,55 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             order = json.loads(received or b"{}")
             return self.reply(200, json.dumps({"token": OIDC.sign(order)}).encode())
         return self.reply(404, b'{"error":"not_found"}')
+
+
+class DPoP:
+    """The stand-in's DPoP state: nonce, seen jti, bindings, and the log of checked proofs."""
+    lock = threading.Lock()
+    nonce = "dpop-nonce-" + secrets.token_urlsafe(8)
+    seen = set()
+    refresh_jkt = {}     # refresh token → jkt
+    access_jkt = {}      # access token → jkt
+    log = []
+    log_file = None
+
+
+def b64decode(text):
+    import base64
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def check_proof(proof, method, url, access_token=None):
+    """(jkt, None) for a valid proof, else (None, why). jwcrypto verifies the signature."""
+    from jwcrypto import jwk, jws
+    try:
+        header = json.loads(b64decode(proof.split(".")[0]))
+        if header.get("typ") != "dpop+jwt" or header.get("alg") != "ES256":
+            return None, "typ or alg"
+        public = header.get("jwk") or {}
+        if "d" in public:
+            return None, "private key in jwk"
+        key = jwk.JWK(**public)
+        token = jws.JWS()
+        token.deserialize(proof, key=key, alg="ES256")
+        claims = json.loads(token.payload)
+    except Exception as error:
+        return None, "signature: %s" % type(error).__name__
+    if claims.get("htm") != method or claims.get("htu") != url:
+        return None, "htm/htu %s %s" % (claims.get("htm"), claims.get("htu"))
+    if abs(time.time() - float(claims.get("iat", 0))) > 60:
+        return None, "iat"
+    if claims.get("jti") in DPoP.seen or not claims.get("jti"):
+        return None, "jti replayed"
+    if access_token is not None:
+        import base64
+        ath = base64.urlsafe_b64encode(hashlib.sha256(access_token.encode()).digest()).rstrip(b"=").decode()
+        if claims.get("ath") != ath:
+            return None, "ath"
+    if claims.get("nonce") != DPoP.nonce and access_token is None:
+        return None, "nonce"
+    DPoP.seen.add(claims["jti"])
+    return key.thumbprint(), None
 
 
 class OIDC:
@@ -526,6 +621,22 @@ def password_grant(folder, scope):
         sys.stdout.write(response.read().decode())
 
 
+def resource(folder):
+    """GETs the stand-in's DPoP resource with the header lines read from stdin; prints the status."""
+    with open(os.path.join(folder, "server.json")) as f:
+        facts = json.load(f)
+    request = urllib.request.Request(facts["standin"] + "/dpop/resource", method="GET")
+    for line in sys.stdin.read().splitlines():
+        name, _, value = line.partition(": ")
+        if name:
+            request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            print(response.status)
+    except urllib.error.HTTPError as error:
+        print(error.code)
+
+
 def sign(folder):
     """Asks the stand-in issuer to sign the order read from stdin; prints {"token": ...}."""
     with open(os.path.join(folder, "server.json")) as f:
@@ -551,6 +662,8 @@ def main():
         records(argument)
     elif command == "sign":
         sign(argument)
+    elif command == "resource":
+        resource(argument)
     elif command == "standin-serve":
         StandIn.counts_file = sys.argv[3]
         OIDC.setup()

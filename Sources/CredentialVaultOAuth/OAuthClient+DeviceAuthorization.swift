@@ -83,7 +83,13 @@ extension OAuthClient {
         guard let url = try await optionalEndpoint(\.userinfo, "userinfo endpoint") else { return nil }
         var headers = HTTPHeaders()
         let token = credentials.accessToken.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        headers.add(name: "Authorization", value: "Bearer " + token)
+        if let key = configuration.dpopKey, credentials.tokenType.lowercased() == "dpop" {
+            headers.add(name: "Authorization", value: "DPoP " + token)
+            headers.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "GET", url: url, accessToken: credentials.accessToken,
+                                                               nonce: dpopNonce.withLock { $0 }))
+        } else {
+            headers.add(name: "Authorization", value: "Bearer " + token)
+        }
         let response = try await exchange(url, name: "userinfo endpoint", method: .GET, headers: headers, body: nil,
                                           retry: .idempotent)
         guard case .object(let members)? = try? JSONValue(parsing: response.body),

@@ -20,6 +20,8 @@ public final class OAuthClient: Sendable {
     private let discovered = Mutex<ServerMetadata?>(nil)
     /// The issuer's JWK Set as last fetched (`OAuthClient+IDToken.swift`).
     let fetchedKeys = Mutex<JSONWebKeySet?>(nil)
+    /// The authorization server's latest `DPoP-Nonce` (RFC 9449 §8), sent in the next proofs.
+    let dpopNonce = Mutex<String?>(nil)
 
     /// Creates a client.
     /// - Throws: `OAuthError` `.configuration` when the CA bundle cannot be read; `.insecureEndpoint`
@@ -118,12 +120,29 @@ public final class OAuthClient: Sendable {
         case .clientSecretBasic(let secret):
             headers.add(name: "Authorization", value: FormBody.basicCredentials(clientID: configuration.clientID, secret: secret))
         }
-        return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry)
+        guard let key = configuration.dpopKey, name == "token endpoint" else {
+            return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry)
+        }
+        // DPoP (RFC 9449 §5): a fresh proof for every attempt; a `use_dpop_nonce` answer is met
+        // by one more request with the nonce the server just sent (§8).
+        let proof: @Sendable () throws -> HTTPHeaders = { [self] in
+            var extra = HTTPHeaders()
+            extra.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "POST", url: url, nonce: dpopNonce.withLock { $0 }))
+            return extra
+        }
+        let sentNonce = dpopNonce.withLock { $0 }
+        do {
+            return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry,
+                                      perAttempt: proof)
+        } catch let error as OAuthError where error.serverError == "use_dpop_nonce" && dpopNonce.withLock({ $0 }) != sentNonce {
+            return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry,
+                                      perAttempt: proof)
+        }
     }
 
     /// One request with bounded retries. 2xx comes back; everything else is thrown classified.
     func exchange(_ url: URL, name: String, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?,
-                  retry: Retry) async throws -> HTTPExchange {
+                  retry: Retry, perAttempt: (@Sendable () throws -> HTTPHeaders)? = nil) async throws -> HTTPExchange {
         let endpoint = "\(name) \(Self.display(url))"
         var attempt = 0
         while true {
@@ -131,8 +150,13 @@ public final class OAuthClient: Sendable {
             let failure: OAuthError
             let mayRetry: Bool
             do {
-                let response = try await transport.send(url, method: method, headers: headers, body: body,
+                var sent = headers
+                if let perAttempt { sent.add(contentsOf: try perAttempt()) }
+                let response = try await transport.send(url, method: method, headers: sent, body: body,
                                                         timeout: configuration.requestTimeout)
+                if let nonce = response.headers.first(name: "DPoP-Nonce"), !nonce.isEmpty, nonce.utf8.count <= 1024 {
+                    dpopNonce.withLock { $0 = nonce }
+                }
                 if (200..<300).contains(response.status) { return response }
                 failure = Self.classify(response, endpoint: endpoint)
                 // `authorization_pending` and `slow_down` are answers of the device grant, not

@@ -1,5 +1,6 @@
 import CredentialVault
 import FoundationEssentials
+import VaultCrypto
 
 /// Everything an `OAuthClient` needs to know about the server and itself.
 public struct OAuthConfiguration: Sendable {
@@ -24,6 +25,9 @@ public struct OAuthConfiguration: Sendable {
     public var requestTimeout: Duration
     /// Retries of transient failures.
     public var retry: RetryPolicy
+    /// The DPoP key (RFC 9449): when set, every token request carries a proof made with it, so
+    /// the tokens are bound to it. Keep it sealed (`P256SigningKey.rawRepresentation`).
+    public var dpopKey: P256SigningKey?
     /// Allow plain `http` to non-loopback hosts. Only for tests of this package; off by default.
     package var allowInsecureHTTP = false
 
@@ -39,7 +43,8 @@ public struct OAuthConfiguration: Sendable {
     /// Creates a configuration.
     public init(issuer: URL?, endpoints: OAuthEndpoints = OAuthEndpoints(), clientID: String,
                 authentication: ClientAuthentication = .none, scopes: [String] = [], caBundlePath: String? = nil,
-                requestTimeout: Duration = .seconds(10), retry: RetryPolicy = RetryPolicy()) {
+                requestTimeout: Duration = .seconds(10), retry: RetryPolicy = RetryPolicy(), dpopKey: P256SigningKey? = nil) {
+        self.dpopKey = dpopKey
         self.issuer = issuer
         self.endpoints = endpoints
         self.clientID = clientID

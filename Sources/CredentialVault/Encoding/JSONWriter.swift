@@ -3,15 +3,15 @@ package struct JSONWriter {
     /// One member per line, indented by two spaces, `"key": value`.
     let prettyPrinted: Bool
     /// The text so far.
-    private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
 
-    init(prettyPrinted: Bool) {
+    package init(prettyPrinted: Bool) {
         self.prettyPrinted = prettyPrinted
     }
 
     /// Appends `value`.
     /// - Throws: `VaultError` `.invalidInput` for a NaN or infinite number (JSON has none).
-    mutating func write(_ value: JSONValue) throws(VaultError) {
+    package mutating func write(_ value: JSONValue) throws(VaultError) {
         try write(value, indent: 0)
     }
 

@@ -103,6 +103,23 @@ package struct OAuthServer: Sendable {
         return SecureBytes(copying: Array(token.utf8))
     }
 
+    /// The HTTP status of a GET of the stand-in's DPoP resource with these header lines.
+    package func dpopResourceStatus(headers: String) throws -> Int {
+        let output = try script(["resource", directory], input: SecureBytes(copying: Array(headers.utf8)))
+        return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    /// The DPoP proofs the stand-in checked: endpoint, whether it accepted, and why not.
+    package func dpopLog() throws -> [(endpoint: String, ok: Bool, why: String?)] {
+        guard let data = FileManager.default.contents(atPath: directory + "/standin-dpop.json"),
+              case .array(let entries) = try JSONValue(parsing: data) else { return [] }
+        return entries.compactMap { entry in
+            guard case .object(let members) = entry, let endpoint = members["endpoint"]?.stringValue,
+                  let ok = members["ok"]?.boolValue else { return nil }
+            return (endpoint, ok, members["why"]?.stringValue)
+        }
+    }
+
     /// The stand-in issuer (`/oidc`), whose ID tokens `signedByStandIn` makes.
     package var standInIssuer: URL { get throws { try standIn.appendingPathComponent("oidc") } }
 

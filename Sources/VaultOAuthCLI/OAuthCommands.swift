@@ -11,7 +11,7 @@ package struct OAuthCommands: OAuthCommandSupport {
     package init() {}
 
     package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration,
-                        caBundle: [UInt8]?) throws -> any CommandOAuthClient {
+                        caBundle: [UInt8]?, dpopKey: SecureBytes?) throws -> any CommandOAuthClient {
         func url(_ text: String?, _ what: String) throws -> URL? {
             guard let text else { return nil }
             guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
@@ -38,6 +38,13 @@ package struct OAuthCommands: OAuthCommandSupport {
             clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
             caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)
         oauthConfiguration.caBundlePEM = caBundle
+        if configuration.dpop {
+            guard let dpopKey else {
+                throw VaultError(.notFound, "the stored client binds its tokens with DPoP, but its key is missing",
+                                 fix: "store the client again with 'vault client --dpop', or sign in again with --dpop")
+            }
+            oauthConfiguration.dpopKey = try P256SigningKey(rawRepresentation: dpopKey)
+        }
         return CommandClient(client: try OAuthClient(configuration: oauthConfiguration))
     }
 

@@ -54,7 +54,7 @@ extension VaultCommand {
             let onPostgres = try options.storeSelection != .file
             if remove, onPostgres {
                 let store = try await context.openFleetSessions(options)
-                for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry] {
+                for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry, StoredClientConfiguration.dpopKeyEntry] {
                     do {
                         try await store.removeEntry(named: name, owner: "")
                     } catch VaultError.Code.notFound {
@@ -67,7 +67,7 @@ extension VaultCommand {
                 try StoredClientConfiguration.removeProfileCopy(options)
                 if SecretStore.exists(in: options.directory) {
                     try context.openStore(options).update { transaction in
-                        for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry]
+                        for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry, StoredClientConfiguration.dpopKeyEntry]
                         where transaction.metadata(named: name, owner: "") != nil {
                             try transaction.remove(named: name, owner: "")
                         }
@@ -94,11 +94,13 @@ extension VaultCommand {
                 guard !trimmed.isEmpty else { throw UsageError("the client secret is empty") }
                 secret = trimmed
             }
+            // --dpop: a new key each time the client is stored (tokens bound to an older one stop refreshing).
+            let dpopKey = try client.newDPoPKey()
             if onPostgres {
-                try await stored.save(to: try await context.openFleetSessions(options), secret: secret)
+                try await stored.save(to: try await context.openFleetSessions(options), secret: secret, dpopKey: dpopKey)
                 return ErrorReport.note("Stored the OAuth client \(described) in the PostgreSQL store.")
             }
-            try await stored.save(to: try context.openOrCreateStore(options), secret: secret)
+            try await stored.save(to: try context.openOrCreateStore(options), secret: secret, dpopKey: dpopKey)
             try StoredClientConfiguration.removeProfileCopy(options)
             ErrorReport.note("Stored the OAuth client \(described).")
         }

@@ -90,24 +90,30 @@ extension VaultCommand {
             if onFleet, device || browser {
                 throw UsageError("--device and --browser sign in the vault file's user; for a fleet session pipe the token response in")
             }
+            if !device && !browser && self.client.dpop {
+                throw UsageError("--dpop goes with --browser or --device (or 'vault client --dpop')")
+            }
+            // A new DPoP key before the first request, so that the sign-in's own tokens are bound.
+            let dpopKey = try self.client.newDPoPKey()
             if browser {
                 let (result, client) = try await BrowserSignIn.run(client: self.client, server: server, port: redirectPort,
-                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, context: context)
+                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, dpopKey: dpopKey,
+                                                                   context: context)
                 guard let subject = userID ?? result.subject else {
                     throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; nothing was stored",
                                      hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")
                 }
                 try await finish(user: subject, credentials: result.credentials, context: context,
                                  serverName: result.name, serverEmail: result.email)
-                try await client.save(to: try await context.openStorage(options), secret: nil)
+                try await client.save(to: try await context.openStorage(options), secret: nil, dpopKey: dpopKey)
                 try StoredClientConfiguration.removeProfileCopy(options)
                 return
             }
             if device {
                 let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, server: server, userID: userID,
-                                                                             context: context)
+                                                                             dpopKey: dpopKey, context: context)
                 try await finish(user: user, credentials: credentials, context: context)
-                try await client.save(to: try await context.openStorage(options), secret: nil)
+                try await client.save(to: try await context.openStorage(options), secret: nil, dpopKey: dpopKey)
                 try StoredClientConfiguration.removeProfileCopy(options)
                 return
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
+import VaultCrypto
 
 extension VaultCommand {
     /// `vault token`: the signed-in user's access token, for scripts.
@@ -14,6 +15,10 @@ extension VaultCommand {
                 'vault client'), it is refreshed first (or, for a client_credentials client, fetched anew). \
                 Exits 77 when the session is expired (or the server rejected the refresh token), 66 when nobody is \
                 signed in, 69 when the server is unreachable (session kept), 76 for an OAuth error.
+                With --headers --http-method METHOD --url URL it prints the header lines an API call needs \
+                instead, one per line: 'Authorization: <token type> <token>' and, for a DPoP-bound token \
+                (--dpop), 'DPoP: <proof>' for that method and URL (with the resource server's --dpop-nonce), \
+                so that `vault token --headers --http-method GET --url "$U" | curl -H @- "$U"` works.
                 """
         )
 
@@ -32,7 +37,27 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
 
+        @Flag(help: "Print the HTTP header lines for an API call (Authorization, and DPoP for a DPoP-bound token).")
+        var headers = false
+
+        @Option(name: .customLong("http-method"), help: ArgumentHelp("With --headers: the request's method (GET, POST, …).", valueName: "METHOD"))
+        var httpMethod: String?
+
+        @Option(help: ArgumentHelp("With --headers: the request's URL (the DPoP proof's htu).", valueName: "URL"))
+        var url: String?
+
+        @Option(name: .customLong("dpop-nonce"), help: ArgumentHelp("With --headers: the resource server's DPoP-Nonce.", valueName: "NONCE"))
+        var dpopNonce: String?
+
         static var oauthHandOver: OAuthHandOver { .whenInstalled }
+
+        func validate() throws {
+            if headers {
+                guard httpMethod != nil, url != nil else { throw ValidationError("--headers needs --http-method and --url") }
+            } else if httpMethod != nil || url != nil || dpopNonce != nil {
+                throw ValidationError("--http-method, --url and --dpop-nonce go with --headers")
+            }
+        }
 
         func run(_ context: CommandContext) async throws {
             // Nothing is created on a missing vault, and a valid token is read without writing
@@ -47,18 +72,18 @@ extension VaultCommand {
                                                     leeway: leeway.map { .seconds($0) }, throughAgent: grant != .clientCredentials)
             let state = await manager.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
-                return try StandardIO.printOutput(credentials.accessToken)
+                return try await write(credentials, stored: stored, context: context)
             }
-            if !state.isUnavailable, let stored = try stored.get() {
+            if !state.isUnavailable, let client = try stored.get() {
                 // Runs in vault-oauth when it is installed; without it the client is missing (66).
-                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
-                    try await Self.fresh(session: manager, state: state, stored: stored, client: client, minTTL: minTTL)
+                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: client, options, server)) { oauth in
+                    try await Self.fresh(session: manager, state: state, stored: client, client: oauth, minTTL: minTTL)
                 }
-                return try StandardIO.printOutput(credentials.accessToken)
+                return try await write(credentials, stored: stored, context: context)
             }
             switch state {
             case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
-                try StandardIO.printOutput(credentials.accessToken)
+                try await write(credentials, stored: stored, context: context)
             case .expired:
                 throw VaultError(.sessionExpired, "the access token is expired (or expires within --min-ttl), and no OAuth client is stored to refresh it",
                                  fix: "refresh it in your app, store a client with 'vault client', or sign in again with 'vault signin'")
@@ -67,6 +92,37 @@ extension VaultCommand {
             case let .unavailable(why):
                 throw why.error ?? VaultError(.wrongKey, "the vault is locked: no key was given", fix: "pass --key-file or a passphrase")
             }
+        }
+
+        /// The token, or with `--headers` the header lines for one request.
+        private func write(_ credentials: Credentials, stored: Result<StoredClientConfiguration?, VaultError>,
+                           context: CommandContext) async throws {
+            guard headers, let httpMethod, let url else { return try StandardIO.printOutput(credentials.accessToken) }
+            // A header line ends at CR or LF: a token or type holding one (or any control or
+            // space) could add headers of the server's choosing. Refused, nothing printed.
+            let printable = { (byte: UInt8) in (0x21...0x7E).contains(byte) }
+            guard !credentials.tokenType.isEmpty, credentials.tokenType.utf8.allSatisfy(printable),
+                  credentials.accessToken.withUnsafeBytes({ !$0.isEmpty && $0.allSatisfy(printable) }) else {
+                throw VaultError(.invalidInput, "the access token or its type holds characters that cannot go in a header line "
+                                 + "(CR, LF, spaces or controls); nothing was printed", fix: "sign in again; tell the server's operator")
+            }
+            var lines = SecureBytes(copying: Array("Authorization: \(credentials.tokenType) ".utf8))
+                .appending(credentials.accessToken).appending(SecureBytes(copying: Array("\n".utf8)))
+            if credentials.tokenType.lowercased() == "dpop" {
+                guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                      target.host != nil else {
+                    throw UsageError("--url must be an http or https URL")
+                }
+                guard (try? stored.get())??.dpop == true else {
+                    throw VaultError(.notFound, "the token is DPoP-bound but no DPoP key is stored with the client",
+                                     fix: "sign in again with --dpop")
+                }
+                let key = try P256SigningKey(rawRepresentation: try await context.dpopKey(options))
+                let proof = try DPoPProof.make(key: key, method: httpMethod, url: target, accessToken: credentials.accessToken,
+                                               nonce: dpopNonce)
+                lines = lines.appending(SecureBytes(copying: Array("DPoP: \(proof)\n".utf8)))
+            }
+            try StandardIO.printOutput(lines)
         }
 
         /// Refreshes the user's session, or for a client_credentials client gets a token for the

@@ -317,12 +317,24 @@ package final class CommandContext: Sendable {
         let oauth = try requireOAuth()
         let bundle = try stored.verifiedCABundle()
         let timeout = server.requestTimeout
-        guard stored.authMethod.sendsSecret else { return try oauth.client(for: stored, secret: nil, requestTimeout: timeout, caBundle: bundle) }
+        let dpopKey = stored.dpop ? try await dpopKey(options) : nil
+        guard stored.authMethod.sendsSecret else {
+            return try oauth.client(for: stored, secret: nil, requestTimeout: timeout, caBundle: bundle, dpopKey: dpopKey)
+        }
         guard case .postgres = try options.storeSelection else {
-            return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout, caBundle: bundle)
+            return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout, caBundle: bundle,
+                                    dpopKey: dpopKey)
         }
         let secret = try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
-        return try oauth.client(for: stored, secret: secret, requestTimeout: timeout, caBundle: bundle)
+        return try oauth.client(for: stored, secret: secret, requestTimeout: timeout, caBundle: bundle, dpopKey: dpopKey)
+    }
+
+    /// The stored client's DPoP key (`--dpop`), read like its secret.
+    func dpopKey(_ options: VaultOptions) async throws -> SecureBytes {
+        if case .postgres = try options.storeSelection {
+            return try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
+        }
+        return try await openEntryStorage(options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
     }
 
     /// The OAuth client's secret kept in the vault file, read through the store this context opened

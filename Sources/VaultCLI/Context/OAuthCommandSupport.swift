@@ -10,9 +10,10 @@ import VaultCrypto
 package protocol OAuthCommandSupport: Sendable {
     /// A client for `configuration`, authenticated with `secret` when its method needs one; every
     /// exchange with the server has the one deadline `requestTimeout` (body included). With
-    /// `caBundle`, it trusts exactly those (already verified) PEM bytes.
+    /// `caBundle`, it trusts exactly those (already verified) PEM bytes. With `dpopKey` (the raw
+    /// P-256 key) every token request carries a DPoP proof.
     func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration,
-                caBundle: [UInt8]?) throws -> any CommandOAuthClient
+                caBundle: [UInt8]?, dpopKey: SecureBytes?) throws -> any CommandOAuthClient
     /// How the command line reports `error` when it is the OAuth client's own; nil otherwise.
     func report(_ error: any Error) -> ReportedError?
 }

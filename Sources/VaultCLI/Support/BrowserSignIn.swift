@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CredentialVault
+import VaultCrypto
 
 /// `vault signin --browser`: authorization code + PKCE through the user's browser and a
 /// loopback redirect, with the user from the verified ID token (docs/CLI.md).
@@ -9,13 +10,14 @@ enum BrowserSignIn {
     /// Prints the authorization URL on standard error, opens it (unless `--no-open`), and waits
     /// for the callback.
     /// - Returns: the server's answer, and the client configuration to store.
+    /// - Parameter dpopKey: the new DPoP key (`--dpop`), so that the sign-in's own tokens are bound.
     static func run(client clientOptions: ClientOptions, server: ServerOptions, port: Int?, wait: Duration, openBrowser: Bool,
-                    context: CommandContext) async throws -> (CommandSignIn, StoredClientConfiguration) {
+                    dpopKey: SecureBytes?, context: CommandContext) async throws -> (CommandSignIn, StoredClientConfiguration) {
         let stored = try clientOptions.stored()
         guard stored.issuer != nil else { throw UsageError("--browser needs --issuer (the ID token is verified against it)") }
         let bundle = try stored.verifiedCABundle()
         return try await OAuthSupport.using(try context.requireOAuth().client(for: stored, secret: nil, requestTimeout: server.requestTimeout,
-                                                                              caBundle: bundle)) { client in
+                                                                              caBundle: bundle, dpopKey: dpopKey)) { client in
             let result = try await client.signInWithBrowser(port: port, wait: wait) { url in
                 ErrorReport.note("To sign in, open this address in a browser:\n" + TerminalText.escaped(url))
                 guard openBrowser else { return }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import VaultCrypto
 import CredentialVault
 import FoundationEssentials
 
@@ -25,6 +26,9 @@ struct ClientOptions: ParsableArguments {
     @Option(name: .customLong("authorization-endpoint"), help: ArgumentHelp("Override the discovered authorization endpoint (--browser).", valueName: "URL"))
     var authorizationEndpoint: String?
 
+    @Flag(help: "Bind the tokens to a new P-256 key with DPoP (RFC 9449); the key is sealed in the vault.")
+    var dpop = false
+
     @Option(name: .customLong("ca-bundle"), help: ArgumentHelp("A PEM file of CA certificates to trust instead of the system's.", valueName: "FILE"))
     var caBundle: String?
 
@@ -35,10 +39,17 @@ struct ClientOptions: ParsableArguments {
             throw UsageError("give --issuer (or at least --token-endpoint)")
         }
         let caBundle = caBundle.map { PathText.expandingTilde($0) }.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
-        return StoredClientConfiguration(
+        var stored = StoredClientConfiguration(
             issuer: issuer, clientID: clientID, authMethod: authMethod, grant: grant,
             scopes: scopes.flatMap { $0.split(separator: " ").map(String.init) },
             tokenEndpoint: tokenEndpoint, revocationEndpoint: revocationEndpoint, deviceEndpoint: deviceEndpoint,
             authorizationEndpoint: authorizationEndpoint, caBundle: caBundle, caBundleSHA256: try caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:)))
+        stored.dpop = dpop
+        return stored
+    }
+
+    /// A new DPoP key when `--dpop` was given (its raw form, to seal).
+    func newDPoPKey() throws -> SecureBytes? {
+        dpop ? try P256SigningKey().rawRepresentation : nil
     }
 }

@@ -16,6 +16,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
     static let profileKey = "oauthClient"
     static let secretEntry = "session.oauth-client-secret"
     static let sealedEntry = "session.oauth-client"
+    /// The DPoP private key (`--dpop`), sealed like the client secret; never printed.
+    static let dpopKeyEntry = "session.oauth-dpop-key"
 
     package var issuer: String?
     package var clientID: String
@@ -32,6 +34,8 @@ package struct StoredClientConfiguration: Equatable, Sendable {
     package var caBundle: String?
     /// The SHA-256 of the CA bundle's contents when it was stored (hex): a changed bundle is refused.
     package var caBundleSHA256: String?
+    /// Whether the client binds its tokens with DPoP (RFC 9449); the key is `dpopKeyEntry`.
+    package var dpop: Bool = false
 
     /// The JSON object kept in the profile (or a fleet's store): the RFC spellings of the method and grant.
     var jsonValue: JSONValue {
@@ -42,6 +46,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                                              ("authorizationEndpoint", authorizationEndpoint),
                                              ("caBundle", caBundle), ("caBundleSha256", caBundleSHA256)]
         for case let (key, value?) in optional { object[key] = .string(value) }
+        if dpop { object["dpop"] = .bool(true) }
         return .object(object)
     }
 
@@ -81,6 +86,7 @@ package struct StoredClientConfiguration: Equatable, Sendable {
                   deviceEndpoint: members["deviceEndpoint"]?.stringValue,
                   authorizationEndpoint: members["authorizationEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue,
                   caBundleSHA256: members["caBundleSha256"]?.stringValue)
+        dpop = members["dpop"] == .bool(true)
     }
 
     /// The server a pending revocation names (as the library's `OAuthClient` does): the issuer,
@@ -160,10 +166,11 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         return try StoredClientConfiguration(try JSONValue(parsing: json))
     }
 
-    /// Seals it in a store, with the client secret when there is one, in one transaction.
-    func save(to store: any SecretStorage, secret: SecureBytes?) async throws {
+    /// Seals it in a store, with the client secret and the DPoP key when there are, in one transaction.
+    func save(to store: any SecretStorage, secret: SecureBytes?, dpopKey: SecureBytes? = nil) async throws {
         var entries = [NewEntry(name: Self.sealedEntry, secret: SecureBytes(copying: try jsonValue.serialized()), transferable: false)]
         if let secret { entries.append(NewEntry(name: Self.secretEntry, secret: secret, transferable: false)) }
+        if let dpopKey { entries.append(NewEntry(name: Self.dpopKeyEntry, secret: dpopKey, transferable: false)) }
         _ = try await store.storeEntries(entries, replace: true)
     }
 }

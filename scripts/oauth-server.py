@@ -224,6 +224,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
     """
     counts = {}
     polls = {}
+    audience_live = {}
+    audience_log = []
     device_script = ["authorization_pending", "slow_down", "authorization_pending", "slow_down", "tokens"]
     counts_file = "standin-counts.json"
     lock = threading.Lock()
@@ -299,6 +301,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.oidc(received)
         if mode == "dpop":
             return self.dpop(received)
+        if mode == "audience":
+            return self.audience(received)
         if mode == "html":
             return self.reply(502, b"<html><body>Bad gateway</body></html>", content_type="text/html")
         return self.reply(404, b'{"error":"not_found"}')
@@ -368,6 +372,34 @@ class StandIn(http.server.BaseHTTPRequestHandler):
                     return self.reply(401, b'{"error":"invalid_token"}', headers=[("WWW-Authenticate", 'DPoP error="invalid_dpop_proof"')])
                 return self.reply(200, b'{"resource":"granted"}')
         return self.reply(404, b'{"error":"not_found"}')
+
+    def audience(self, received):
+        import urllib.parse
+        form = urllib.parse.parse_qs(received.decode("ascii", "replace"))
+        refresh = (form.get("refresh_token") or [""])[0]
+        resource = (form.get("resource") or [None])[0]
+        with DPoP.lock:
+            live, log = StandIn.audience_live, StandIn.audience_log
+            # A refresh token the test made up ("seed-…") is live once; a rotated one is live until used.
+            if refresh.startswith("seed-") and refresh not in live:
+                live[refresh] = True
+            if not live.get(refresh):
+                log.append({"resource": resource, "ok": False})
+                answer = (400, b'{"error":"invalid_grant","error_description":"refresh token reused"}')
+            else:
+                live[refresh] = False
+                rotated = "aud-refresh-" + secrets.token_urlsafe(12)
+                live[rotated] = True
+                log.append({"resource": resource, "ok": True})
+                access = "aud-%s-%d" % (hashlib.sha256((resource or "").encode()).hexdigest()[:8], len(log))
+                answer = (200, json.dumps({"access_token": access, "token_type": "Bearer", "expires_in": 600,
+                                           "refresh_token": rotated}).encode())
+            path = os.path.join(os.path.dirname(StandIn.counts_file), "standin-audience.json")
+            with open(path + ".tmp", "w") as f:
+                json.dump(log, f)
+            os.replace(path + ".tmp", path)
+        time.sleep(0.3)   # slow enough that concurrent callers overlap (single-flight is visible)
+        return self.reply(*answer)
 
     def write_dpop_log(self):
         path = os.path.join(os.path.dirname(StandIn.counts_file), "standin-dpop.json")

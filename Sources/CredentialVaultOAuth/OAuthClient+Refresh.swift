@@ -9,10 +9,18 @@ extension OAuthClient {
     /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead, `.verificationFailed`
     ///   for an ID token that fails a check).
     public func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
+        try await refresh(refreshToken, resource: nil)
+    }
+
+    /// A refresh-token grant for an access token meant for `resource` (RFC 8707 §2.2): the
+    /// session's own tokens are not replaced by it (`SessionManager.validCredentials(forAudience:)`).
+    /// - Throws: as `refresh(_:)`.
+    public func refresh(_ refreshToken: SecureBytes, resource: String?) async throws -> Credentials {
         let url = try await endpoint(\.token, "token endpoint")
         var form = FormBody()
         form.append("grant_type", "refresh_token")
         form.append("refresh_token", secret: refreshToken)
+        if let resource { form.append("resource", resource) }
         let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
         let credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
         // An ID token in the answer is verified like the first one (OIDC Core §12.2); the session
@@ -26,6 +34,18 @@ extension OAuthClient {
     /// The refresher for `SessionManager.validCredentials(minTTL:refresher:)`: `invalid_grant`
     /// becomes `RefreshFailure.invalidGrant` (the session ends to guest); every other failure
     /// is thrown as its `OAuthError` and the session is kept.
+    /// The refresher for `SessionManager.validCredentials(forAudience:minTTL:refresher:)`:
+    /// `refresh(_:resource:)` with `invalid_grant` as `RefreshFailure.invalidGrant`.
+    public var audienceRefresher: AudienceTokenRefresher {
+        { [self] token, audience in
+            do {
+                return try await refresh(token, resource: audience)
+            } catch let error as OAuthError where error.kind == .invalidGrant {
+                throw RefreshFailure.invalidGrant(description: error.serverErrorDescription)
+            }
+        }
+    }
+
     public var refresher: TokenRefresher {
         { [self] token in
             do {

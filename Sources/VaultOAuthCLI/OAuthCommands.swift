@@ -96,6 +96,8 @@ struct CommandClient: CommandOAuthClient {
 
     var refresher: TokenRefresher { client.refresher }
 
+    var audienceRefresher: AudienceTokenRefresher { client.audienceRefresher }
+
     func clientCredentials() async throws -> Credentials {
         try await client.clientCredentials()
     }

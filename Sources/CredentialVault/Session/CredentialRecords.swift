@@ -3,7 +3,7 @@ import VaultCrypto
 
 /// Reads and writes `Credentials` as entries of a user's namespace in the vault.
 enum CredentialRecords {
-    private struct TokenInfo: Codable {
+    struct TokenInfo: Codable {
         var tokenType: String
         var scopes: [String]
         /// Milliseconds since 1970; absent in records written before it existed.

@@ -55,10 +55,11 @@ extension SessionManager {
 
     /// Saves refreshed credentials with the refresh journal's marker in one write. `credentials`
     /// keeps the refresh and id tokens it replaces (the caller merged them), so nothing is removed.
-    func saveRefreshed(_ credentials: Credentials, owner: String, marker: SecureBytes) throws {
+    /// `extra` entries (a per-audience token) land in the same write.
+    func saveRefreshed(_ credentials: Credentials, owner: String, marker: SecureBytes, extra: [NewEntry] = []) throws {
         let markerEntry = NewEntry(name: SessionNamespaces.Reserved.refreshMarker, owner: owner, secret: marker, transferable: false)
         if let agent {
-            _ = try agent.client.store(try CredentialRecords.entries(for: credentials, owner: owner) + [markerEntry], replace: true,
+            _ = try agent.client.store(try CredentialRecords.entries(for: credentials, owner: owner) + [markerEntry] + extra, replace: true,
                                        directory: agent.directory)
             return
         }
@@ -66,6 +67,7 @@ extension SessionManager {
         try store.update { transaction in
             try CredentialRecords.write(credentials, owner: owner, into: &transaction)
             try transaction.put(markerEntry, replace: true)
+            for entry in extra { try transaction.put(entry, replace: true) }
         }
     }
 

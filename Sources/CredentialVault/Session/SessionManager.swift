@@ -26,6 +26,8 @@ public actor SessionManager {
     private let sessionLockPath: String
     var store: SecretStore?
     var refreshTask: Task<Credentials, any Error>?
+    /// The per-audience refreshes running in this process, one per audience (SessionManager+Audiences.swift).
+    var audienceTasks: [String: Task<Credentials, any Error>] = [:]
     package var logger: Logger { configuration.logger }
     /// Callers of `requireSignIn` waiting for a sign-in (SessionManager+RequireSignIn.swift).
     var signInWaiters: [UInt64: CheckedContinuation<User, any Error>] = [:]

@@ -15,5 +15,7 @@ public enum SessionNamespaces {
         static let migration = "session.migration"
         /// The journal id of the refresh whose tokens are saved beside it (`RefreshJournal`).
         static let refreshMarker = "session.refresh-journal"
+        /// Per-audience access tokens (RFC 8707): "session.audience.<hash>.access-token" and ".token-info".
+        static let audiencePrefix = "session.audience."
     }
 }

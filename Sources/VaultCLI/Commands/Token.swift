@@ -19,6 +19,8 @@ extension VaultCommand {
                 instead, one per line: 'Authorization: <token type> <token>' and, for a DPoP-bound token \
                 (--dpop), 'DPoP: <proof>' for that method and URL (with the resource server's --dpop-nonce), \
                 so that `vault token --headers --http-method GET --url "$U" | curl -H @- "$U"` works.
+                With --audience AUD it prints a token for that resource instead (RFC 8707: a refresh-token \
+                grant with 'resource'), kept in the vault until it expires and removed at sign-out.
                 """
         )
 
@@ -36,6 +38,10 @@ extension VaultCommand {
 
         @Option(help: ArgumentHelp("With a PostgreSQL store (--store): the fleet session, shared by every replica.", valueName: "NAME"))
         var session: String?
+
+        @Option(help: ArgumentHelp("A token for this resource (RFC 8707), from the same sign-in; cached until it expires.",
+                                   valueName: "AUD"))
+        var audience: String?
 
         @Flag(help: "Print the HTTP header lines for an API call (Authorization, and DPoP for a DPoP-bound token).")
         var headers = false
@@ -70,6 +76,16 @@ extension VaultCommand {
             let grant = (try? stored.get())??.grant
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists,
                                                     leeway: leeway.map { .seconds($0) }, throughAgent: grant != .clientCredentials)
+            if let audience {
+                guard let client = try stored.get() else {
+                    throw VaultError(.notFound, "no OAuth client is stored to ask for a token for another audience",
+                                     fix: "store one with 'vault client' or sign in with 'vault signin --browser/--device'")
+                }
+                let credentials = try await OAuthSupport.using(try await context.oauthClient(for: client, options, server)) { oauth in
+                    try await manager.validCredentials(forAudience: audience, minTTL: .seconds(minTTL), refresher: oauth.audienceRefresher)
+                }
+                return try await write(credentials, stored: stored, context: context)
+            }
             let state = await manager.peek(minTTL: .seconds(minTTL))
             if let credentials = state.credentials {
                 return try await write(credentials, stored: stored, context: context)

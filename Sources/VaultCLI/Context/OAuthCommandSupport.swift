@@ -24,6 +24,8 @@ package protocol CommandOAuthClient: Sendable {
     func refresh(_ refreshToken: SecureBytes) async throws -> Credentials
     /// The refresher for `SessionManager`: `invalid_grant` becomes `RefreshFailure.invalidGrant`.
     var refresher: TokenRefresher { get }
+    /// The refresher for a token of another audience (RFC 8707 `resource`).
+    var audienceRefresher: AudienceTokenRefresher { get }
     /// The client credentials grant (RFC 6749 §4.4).
     func clientCredentials() async throws -> Credentials
     /// The device authorization grant (RFC 8628): `show` gets the text for the user (the

@@ -109,6 +109,16 @@ package struct OAuthServer: Sendable {
         return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
+    /// The resources the stand-in's RFC 8707 token endpoint was asked for, in order, and whether it answered.
+    package func audienceLog() throws -> [(resource: String?, ok: Bool)] {
+        guard let data = FileManager.default.contents(atPath: directory + "/standin-audience.json"),
+              case .array(let entries) = try JSONValue(parsing: data) else { return [] }
+        return entries.compactMap { entry in
+            guard case .object(let members) = entry, let ok = members["ok"]?.boolValue else { return nil }
+            return (members["resource"]?.stringValue, ok)
+        }
+    }
+
     /// The DPoP proofs the stand-in checked: endpoint, whether it accepted, and why not.
     package func dpopLog() throws -> [(endpoint: String, ok: Bool, why: String?)] {
         guard let data = FileManager.default.contents(atPath: directory + "/standin-dpop.json"),

@@ -59,6 +59,8 @@ OAUTH2_PROVIDER = {{
     "OIDC_RSA_PRIVATE_KEY": OIDC_KEY,
     "PKCE_REQUIRED": True,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    # The real server with a misbehaviour switched on for the clients "vault-misbehave-<mode>" only.
+    "OAUTH2_VALIDATOR_CLASS": "misbehave.Validator",
     "SCOPES": {{"openid": "OpenID Connect", "read": "Read", "write": "Write", "introspection": "Introspect"}},
 }}
 """
@@ -72,6 +74,59 @@ urlpatterns = [
     path("o/", include("oauth2_provider.urls")),
     path("", include((oauth2_urls.metadata_urlpatterns, "oauth2_provider_metadata"))),
 ]
+"""
+
+MISBEHAVE = """\
+\"\"\"django-oauth-toolkit's own validator, misbehaving for the clients vault-misbehave-<mode>.
+
+expired    the ID token expired an hour ago       audience   aud is another client
+issuer     iss is another issuer                  nonce      the nonce is not the one sent
+signature  one character of the signature changed
+kid        signed by a key the JWKS never published (kid "rotated-away"): a rotation vault cannot follow
+\"\"\"
+import base64
+import json
+import time
+
+from jwcrypto import jwk, jwt
+from oauth2_provider.oauth2_validators import OAuth2Validator
+
+
+def mode_of(request):
+    client_id = request.client.client_id if request.client else ""
+    return client_id[len("vault-misbehave-"):] if client_id.startswith("vault-misbehave-") else ""
+
+
+class Validator(OAuth2Validator):
+    def get_id_token_dictionary(self, token, token_handler, request):
+        claims, expiration_time = super().get_id_token_dictionary(token, token_handler, request)
+        mode, now = mode_of(request), int(time.time())
+        if mode == "expired":
+            claims["exp"], claims["iat"] = now - 3600, now - 7200
+        elif mode == "audience":
+            claims["aud"] = "someone-else"
+        elif mode == "issuer":
+            claims["iss"] = "https://evil.example"
+        elif mode == "nonce":
+            claims["nonce"] = "not-the-nonce-that-was-sent"
+        return claims, expiration_time
+
+    def finalize_id_token(self, id_token, token, token_handler, request):
+        serialized = super().finalize_id_token(id_token, token, token_handler, request)
+        mode = mode_of(request)
+        if mode == "signature":
+            head, payload, signature = serialized.split(".")
+            index = len(signature) // 2
+            signature = signature[:index] + ("A" if signature[index] != "A" else "B") + signature[index + 1:]
+            serialized = ".".join([head, payload, signature])
+        elif mode == "kid":
+            payload = serialized.split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            key = jwk.JWK.generate(kty="RSA", size=2048, kid="rotated-away")
+            signed = jwt.JWT(header={"typ": "JWT", "alg": "RS256", "kid": "rotated-away"}, claims=claims)
+            signed.make_signed_token(key)
+            serialized = signed.serialize()
+        return serialized
 """
 
 LOGIN_PAGE = """\
@@ -144,6 +199,8 @@ def start(folder):
             f.write(URLS)
         with open(os.path.join(folder, "manage.py"), "w") as f:
             f.write(MANAGE)
+        with open(os.path.join(folder, "misbehave.py"), "w") as f:
+            f.write(MISBEHAVE)
         os.makedirs(os.path.join(folder, "templates"), exist_ok=True)
         with open(os.path.join(folder, "templates", "login.html"), "w") as f:
             f.write(LOGIN_PAGE)
@@ -193,7 +250,8 @@ def populate(folder):
         ("daemon", "vault-daemon", Application.CLIENT_CONFIDENTIAL, Application.GRANT_CLIENT_CREDENTIALS),
         # Browser sign-in: a public client whose loopback redirect matches any port (RFC 8252 §7.3).
         ("browser", "vault-browser", Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE),
-    ]
+    ] + [("misbehave-" + mode, "vault-misbehave-" + mode, Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE)
+         for mode in ("expired", "audience", "issuer", "nonce", "signature", "kid")]
     for role, client_id, client_type, grant in apps:
         secret = secrets.token_urlsafe(30) if client_type == Application.CLIENT_CONFIDENTIAL else ""
         redirect = "http://127.0.0.1/callback" if grant == Application.GRANT_AUTHORIZATION_CODE else ""

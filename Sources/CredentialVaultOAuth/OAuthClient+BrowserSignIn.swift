@@ -111,7 +111,13 @@ extension OAuthClient {
                              detail: "the authorization code was refused (used before, expired, or not issued to this client)")
         }
         let credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(tokenEndpoint))")
-        let identity = try await verifiedIdentity(of: credentials, nonce: nonce)
-        return BrowserSignIn(credentials: credentials, identity: identity)
+        do {
+            let identity = try await verifiedIdentity(of: credentials, nonce: nonce)
+            return BrowserSignIn(credentials: credentials, identity: identity)
+        } catch {
+            // Tokens that came with a refused ID token are not kept, and not left alive either.
+            _ = await revokeAll(credentials)
+            throw error
+        }
     }
 }

@@ -15,10 +15,12 @@ struct BrowserSignInCLITests {
         let page: String
     }
 
-    func signIn(_ folder: SessionFolder, browser modes: String, extra: [String] = [], wait: String = "60s") throws -> (VaultRun, [Visit]) {
+    func signIn(_ folder: SessionFolder, browser modes: String, extra: [String] = [], wait: String = "60s",
+                clientID: String? = nil) throws -> (VaultRun, [Visit]) {
         let server = try OAuthServer.require()
         let log = folder.path + "/browser-\(UUID().uuidString).log"
-        let run = try vault(["signin", "--browser", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("browser_client_id"),
+        let run = try vault(["signin", "--browser", "--issuer", try server.issuer.absoluteString,
+                             "--client-id", try clientID ?? server.string("browser_client_id"),
                              "--scope", "read", "--wait", wait, "--json"] + extra,
                             folder: folder,
                             environment: ["BROWSER": OAuthServer.repositoryRoot + "/scripts/test-browser", "VAULT_OAUTH_SERVER": server.directory,
@@ -69,6 +71,22 @@ struct BrowserSignInCLITests {
         // The client configuration was stored: the session refreshes without the command line's options.
         let token = try vault(["refresh"], folder: folder)
         #expect(token.status == 0, "\(token.stderr)")
+    }
+
+    @Test("the real server misbehaving (scripts/oauth-server's misbehave.py): each refused ID token exits 76, stores nothing, names the check",
+          arguments: [("expired", "expired at"), ("audience", "audience (aud)"), ("issuer", "issuer (iss)"),
+                       ("nonce", "nonce is not the one"), ("signature", "signature does not verify"),
+                       ("kid", "no key with key id 'rotated-away'")])
+    func refusedIDToken(mode: String, words: String) throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        _ = try vault(["guest"], folder: folder)
+        let (run, visits) = try signIn(folder, browser: "", clientID: "vault-misbehave-\(mode)")
+        #expect(run.status == 76, "\(mode): \(run.stderr)")
+        #expect(run.stderr.contains(words), "\(mode): \(run.stderr)")
+        #expect(visits.last?.page.contains("did not complete") == true)
+        #expect(try state(folder) == "guest")
     }
 
     @Test("the user presses Cancel: access_denied exits 76, the guest stays guest")

@@ -54,6 +54,7 @@ extension SessionManager {
             await show(authorization)
             credentials = try await client.pollDeviceAuthorization(authorization)
             methodName = "device"
+            if client.configuration.issuer != nil { verified = try await client.verifiedIdentity(of: credentials) }
         case let .browser(port, wait, open):
             let result = try await client.signInWithBrowser(port: port, wait: wait, open: open)
             credentials = result.credentials

@@ -146,6 +146,20 @@ struct BrowserSignInCLITests {
         #expect(try state(folder) == "guest")
     }
 
+    @Test("a browser that cannot be started is a warning: the address is printed and vault waits")
+    func browserMissing() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        let run = try vault(["signin", "--browser", "--issuer", try server.issuer.absoluteString, "--client-id",
+                             try server.string("browser_client_id"), "--wait", "2s"], folder: folder,
+                            environment: ["BROWSER": folder.path + "/no-such-browser"])
+        #expect(run.status == 75, "\(run.stderr)")
+        #expect(run.stderr.contains("/o/authorize/?"))
+        #expect(run.stderr.contains("warning: could not start a browser"))
+    }
+
     @Test("a --redirect-port that cannot be bound exits 71")
     func portInUse() throws {
         let server = try OAuthServer.require()

@@ -401,8 +401,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         with DPoP.lock:
             if self.path == "/dpop/token":
                 form = urllib.parse.parse_qs(received.decode("ascii", "replace"))
-                jkt, why = check_proof(proof, "POST", base + "/token") if proof else (None, "no proof")
-                DPoP.log.append({"endpoint": "token", "ok": jkt is not None, "why": why})
+                jkt, why, signer = check_proof(proof, "POST", base + "/token") if proof else (None, "no proof", None)
+                DPoP.log.append({"endpoint": "token", "ok": jkt is not None, "why": why, "jkt": signer})
                 self.write_dpop_log()
                 if jkt is None:
                     if why == "nonce":
@@ -422,9 +422,9 @@ class StandIn(http.server.BaseHTTPRequestHandler):
                                                    "refresh_token": rotated}).encode(), headers=[("DPoP-Nonce", DPoP.nonce)])
             if self.path == "/dpop/resource":
                 scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
-                jkt, why = check_proof(proof, "GET", base + "/resource", access_token=token) if proof else (None, "no proof")
+                jkt, why, signer = check_proof(proof, "GET", base + "/resource", access_token=token) if proof else (None, "no proof", None)
                 ok = scheme == "DPoP" and jkt is not None and DPoP.access_jkt.get(token) == jkt
-                DPoP.log.append({"endpoint": "resource", "ok": ok, "why": why, "scheme": scheme})
+                DPoP.log.append({"endpoint": "resource", "ok": ok, "why": why, "scheme": scheme, "jkt": signer})
                 self.write_dpop_log()
                 if not ok:
                     return self.reply(401, b'{"error":"invalid_token"}', headers=[("WWW-Authenticate", 'DPoP error="invalid_dpop_proof"')])
@@ -501,36 +501,38 @@ def b64decode(text):
 
 
 def check_proof(proof, method, url, access_token=None):
-    """(jkt, None) for a valid proof, else (None, why). jwcrypto verifies the signature."""
+    """(jkt, None, key) for a valid proof, else (None, why, key): key is the thumbprint of the
+    proof's key once its signature verified (else None). jwcrypto verifies the signature."""
     from jwcrypto import jwk, jws
     try:
         header = json.loads(b64decode(proof.split(".")[0]))
         if header.get("typ") != "dpop+jwt" or header.get("alg") != "ES256":
-            return None, "typ or alg"
+            return None, "typ or alg", None
         public = header.get("jwk") or {}
         if "d" in public:
-            return None, "private key in jwk"
+            return None, "private key in jwk", None
         key = jwk.JWK(**public)
         token = jws.JWS()
         token.deserialize(proof, key=key, alg="ES256")
         claims = json.loads(token.payload)
     except Exception as error:
-        return None, "signature: %s" % type(error).__name__
+        return None, "signature: %s" % type(error).__name__, None
+    thumbprint = key.thumbprint()
     if claims.get("htm") != method or claims.get("htu") != url:
-        return None, "htm/htu %s %s" % (claims.get("htm"), claims.get("htu"))
+        return None, "htm/htu %s %s" % (claims.get("htm"), claims.get("htu")), thumbprint
     if abs(time.time() - float(claims.get("iat", 0))) > 60:
-        return None, "iat"
+        return None, "iat", thumbprint
     if claims.get("jti") in DPoP.seen or not claims.get("jti"):
-        return None, "jti replayed"
+        return None, "jti replayed", thumbprint
     if access_token is not None:
         import base64
         ath = base64.urlsafe_b64encode(hashlib.sha256(access_token.encode()).digest()).rstrip(b"=").decode()
         if claims.get("ath") != ath:
-            return None, "ath"
+            return None, "ath", thumbprint
     if claims.get("nonce") != DPoP.nonce and access_token is None:
-        return None, "nonce"
+        return None, "nonce", thumbprint
     DPoP.seen.add(claims["jti"])
-    return key.thumbprint(), None
+    return thumbprint, None, thumbprint
 
 
 class OIDC:

@@ -89,8 +89,8 @@ enum IDTokenVerifier {
         for candidate in candidates where !verified {
             do {
                 verified = try candidate.publicKey.isValidSignature(signature, of: signingInput, algorithm: algorithm)
-            } catch let error as CryptoError where error.isUnusableKey {
-                continue
+            } catch is CryptoError {
+                continue   // an unusable key of the set, or OpenSSL refusing it: try the next
             }
         }
         guard verified else { throw refused("its signature does not verify with the issuer's key") }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CredentialVault
 import FoundationEssentials
+import Synchronization
 
 /// Why a loopback redirect listener failed.
 public struct LoopbackRedirectError: Error, Sendable, CustomStringConvertible {
@@ -31,6 +32,11 @@ final class LoopbackRedirectListener: Sendable {
     /// The bound port.
     let port: Int
     private let descriptor: Int32
+    /// Set by `cancel()` (the waiting task was cancelled): the wait ends within 250 ms.
+    private let cancelled = Atomic<Bool>(false)
+
+    /// Ends `waitForCallback` with `CancellationError` (from any thread).
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
 
     /// The redirect URI to register: `http://127.0.0.1:PORT/callback`.
     var redirectURI: String { "http://127.0.0.1:\(port)/callback" }
@@ -79,14 +85,17 @@ final class LoopbackRedirectListener: Sendable {
     /// - Throws: `LoopbackRedirectError` `.noCallback` at the deadline; `CancellationError`.
     func waitForCallback(state: String, until deadline: ContinuousClock.Instant) throws -> Callback {
         while true {
-            try Task.checkCancellation()
+            if cancelled.load(ordering: .relaxed) { throw CancellationError() }
             let remaining = deadline - .now
             guard remaining > .zero else {
                 throw LoopbackRedirectError(kind: .noCallback, description: "no sign-in came back to \(redirectURI) in time")
             }
             guard Self.waitReadable(descriptor, for: min(remaining, .milliseconds(250))) else { continue }
             let connection = accept(descriptor, nil, nil)
-            guard connection >= 0 else { continue }
+            guard connection >= 0 else {
+                usleep(50_000)   // out of descriptors, say: no busy loop until the deadline
+                continue
+            }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             // A browser may open a connection and send nothing (a preconnect): 3 s at most each.
             guard let target = Self.readRequestTarget(connection, until: min(deadline, .now + .seconds(3))) else {
@@ -173,7 +182,8 @@ final class LoopbackRedirectListener: Sendable {
         let bytes = Array((head + body).utf8)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // MSG_NOSIGNAL: a browser that closed first must not kill the process with SIGPIPE.
+            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard written > 0 else { break }
             offset += written
         }

@@ -60,7 +60,11 @@ extension OAuthClient {
         await open(url)
 
         let deadline = ContinuousClock.now + wait
-        let callback = try await BlockingWork.run { try listener.waitForCallback(state: state, until: deadline) }
+        let callback = try await withTaskCancellationHandler {
+            try await BlockingWork.run { try listener.waitForCallback(state: state, until: deadline) }
+        } onCancel: {
+            listener.cancel()
+        }
         do {
             let result = try await complete(callback.parameters, metadata: metadata, tokenEndpoint: tokenEndpoint,
                                             redirectURI: listener.redirectURI, verifier: verifier, nonce: nonce)

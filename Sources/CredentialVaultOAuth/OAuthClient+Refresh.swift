@@ -4,10 +4,9 @@ import VaultCrypto
 extension OAuthClient {
     /// Trades a refresh token for new tokens (RFC 6749 §6). No scope is sent, so the granted
     /// scopes stay as they were. A response without a refresh token keeps the old one when the
-    /// session saves it. An ID token in the response must pass `verifyIDToken` (with a configured
-    /// issuer), or the whole response is refused and nothing is saved.
-    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead, `.verificationFailed`
-    ///   for an ID token that fails a check).
+    /// session saves it. An ID token in the response is kept only when it passes `verifyIDToken`
+    /// (with a configured issuer); otherwise it is dropped and the rest of the answer kept.
+    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead).
     public func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
         try await refresh(refreshToken, resource: nil)
     }
@@ -22,11 +21,18 @@ extension OAuthClient {
         form.append("refresh_token", secret: refreshToken)
         if let resource { form.append("resource", resource) }
         let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
-        let credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
+        var credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
         // An ID token in the answer is verified like the first one (OIDC Core §12.2); the session
-        // then checks that it names the same issuer, subject and audience before saving it.
-        if configuration.issuer != nil, let idToken = credentials.idToken {
-            _ = try await verifyIDToken(idToken, accessToken: credentials.accessToken)
+        // then checks that it names the same issuer, subject and audience. One that fails a check
+        // (or cannot be checked now: the JWKS out of reach) is dropped, never stored, and the
+        // session keeps its first, verified one. The tokens themselves are kept: the server may
+        // have rotated the refresh token already, and losing the new one would end the session.
+        if let idToken = credentials.idToken {
+            if configuration.issuer == nil {
+                credentials.idToken = nil
+            } else if (try? await verifyIDToken(idToken, accessToken: credentials.accessToken)) == nil {
+                credentials.idToken = nil
+            }
         }
         return credentials
     }

@@ -154,7 +154,8 @@ public final class OAuthClient: Sendable {
                 if let perAttempt { sent.add(contentsOf: try perAttempt()) }
                 let response = try await transport.send(url, method: method, headers: sent, body: body,
                                                         timeout: configuration.requestTimeout)
-                if let nonce = response.headers.first(name: "DPoP-Nonce"), !nonce.isEmpty, nonce.utf8.count <= 1024 {
+                if name == "token endpoint", let nonce = response.headers.first(name: "DPoP-Nonce"), !nonce.isEmpty,
+                   nonce.utf8.count <= 1024, nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     dpopNonce.withLock { $0 = nonce }
                 }
                 if (200..<300).contains(response.status) { return response }

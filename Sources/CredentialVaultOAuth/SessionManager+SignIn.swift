@@ -54,7 +54,6 @@ extension SessionManager {
             await show(authorization)
             credentials = try await client.pollDeviceAuthorization(authorization)
             methodName = "device"
-            if client.configuration.issuer != nil { verified = try await client.verifiedIdentity(of: credentials) }
         case let .browser(port, wait, open):
             let result = try await client.signInWithBrowser(port: port, wait: wait, open: open)
             credentials = result.credentials
@@ -63,6 +62,9 @@ extension SessionManager {
         }
         var subjectSeen: String?
         do {
+            if methodName == "device", client.configuration.issuer != nil {
+                verified = try await client.verifiedIdentity(of: credentials)
+            }
             let found: String? = if let verified { verified.subject } else { try await client.subject(of: credentials) }
             guard let subject = found else {
                 throw OAuthError(.configuration, endpoint: "token endpoint",

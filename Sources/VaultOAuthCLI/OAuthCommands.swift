@@ -108,7 +108,13 @@ struct CommandClient: CommandOAuthClient {
         if let complete = authorization.verificationURIComplete { text += "\n(or open \(complete))" }
         show(text)
         let credentials = try await client.pollDeviceAuthorization(authorization)
-        return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
+        do {
+            return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
+        } catch {
+            // A refused ID token (or no way to check it): the fresh tokens are not left alive.
+            _ = await client.revokeAll(credentials)
+            throw error
+        }
     }
 
     func signInWithBrowser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void) async throws -> CommandSignIn {
@@ -117,7 +123,12 @@ struct CommandClient: CommandOAuthClient {
             return CommandSignIn(credentials: result.credentials, subject: identity.subject, name: identity.name, email: identity.email)
         }
         // No ID token: userinfo, when the server has it (OpenID Connect); else the caller's --user-id.
-        return CommandSignIn(credentials: result.credentials, subject: try await client.subject(of: result.credentials))
+        do {
+            return CommandSignIn(credentials: result.credentials, subject: try await client.subject(of: result.credentials))
+        } catch {
+            _ = await client.revokeAll(result.credentials)
+            throw error
+        }
     }
 
     func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String]) {

@@ -45,15 +45,15 @@ extension SessionManager {
     }
 
     /// The names of an audience's records: the token (with its expiry) and its type and issue time.
-    static func audienceRecordNames(_ audience: String) -> (token: String, info: String) {
-        let digest = (try? SHA256.hash(Array(audience.utf8))) ?? Array(audience.utf8.prefix(16))
+    static func audienceRecordNames(_ audience: String) throws -> (token: String, info: String) {
+        let digest = try SHA256.hash(Array(audience.utf8))
         let key = SessionNamespaces.Reserved.audiencePrefix + digest.prefix(16).hexString
         return (key + ".access-token", key + ".token-info")
     }
 
     /// The cached token for `audience`, or nil.
     func audienceCredentials(_ audience: String, owner: String) throws -> Credentials? {
-        let names = Self.audienceRecordNames(audience)
+        let names = try Self.audienceRecordNames(audience)
         let records: [VaultEntry]
         if let agent {
             records = try agent.client.entries(named: [names.token, names.info], owner: owner, directory: agent.directory)
@@ -110,7 +110,7 @@ extension SessionManager {
         // The session's own tokens stay; only a rotated refresh token replaces the old one.
         var session = latest
         if let rotated = fresh.refreshToken { session.refreshToken = rotated }
-        let names = Self.audienceRecordNames(audience)
+        let names = try Self.audienceRecordNames(audience)
         let info = try JSONEncoder().encode(CredentialRecords.TokenInfo(tokenType: fresh.tokenType, scopes: fresh.scopes,
                                                                          issuedAtMilliseconds: fresh.issuedAt?.millisecondsSince1970))
         let cached = Credentials(accessToken: fresh.accessToken, tokenType: fresh.tokenType, scopes: fresh.scopes,

@@ -94,8 +94,13 @@ extension VaultCommand {
                 guard !trimmed.isEmpty else { throw UsageError("the client secret is empty") }
                 secret = trimmed
             }
-            // --dpop: a new key each time the client is stored (tokens bound to an older one stop refreshing).
-            let dpopKey = try client.newDPoPKey()
+            // --dpop: the key already sealed is kept (tokens bound to it must go on refreshing); a
+            // new one is made only when there is none.
+            var dpopKey: SecureBytes?
+            if client.dpop {
+                let existing = try? await context.dpopKey(options)
+                dpopKey = try existing ?? client.newDPoPKey()
+            }
             if onPostgres {
                 try await stored.save(to: try await context.openFleetSessions(options), secret: secret, dpopKey: dpopKey)
                 return ErrorReport.note("Stored the OAuth client \(described) in the PostgreSQL store.")

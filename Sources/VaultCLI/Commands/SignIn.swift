@@ -97,12 +97,9 @@ extension VaultCommand {
             let dpopKey = try self.client.newDPoPKey()
             if browser {
                 let (result, client) = try await BrowserSignIn.run(client: self.client, server: server, port: redirectPort,
-                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, dpopKey: dpopKey,
-                                                                   context: context)
-                guard let subject = userID ?? result.subject else {
-                    throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; nothing was stored",
-                                     hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")
-                }
+                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, userID: userID,
+                                                                   dpopKey: dpopKey, context: context)
+                guard let subject = userID ?? result.subject else { throw UsageError("the user id is unknown; nothing was stored") }
                 try await finish(user: subject, credentials: result.credentials, context: context,
                                  serverName: result.name, serverEmail: result.email)
                 try await client.save(to: try await context.openStorage(options), secret: nil, dpopKey: dpopKey)

@@ -11,8 +11,10 @@ enum BrowserSignIn {
     /// for the callback.
     /// - Returns: the server's answer, and the client configuration to store.
     /// - Parameter dpopKey: the new DPoP key (`--dpop`), so that the sign-in's own tokens are bound.
+    /// - Parameter userID: `--user-id`; without it the server must tell who the user is, or the
+    ///   fresh tokens are revoked and the sign-in refused.
     static func run(client clientOptions: ClientOptions, server: ServerOptions, port: Int?, wait: Duration, openBrowser: Bool,
-                    dpopKey: SecureBytes?, context: CommandContext) async throws -> (CommandSignIn, StoredClientConfiguration) {
+                    userID: String?, dpopKey: SecureBytes?, context: CommandContext) async throws -> (CommandSignIn, StoredClientConfiguration) {
         let stored = try clientOptions.stored()
         guard stored.issuer != nil else { throw UsageError("--browser needs --issuer (the ID token is verified against it)") }
         let bundle = try stored.verifiedCABundle()
@@ -25,6 +27,11 @@ enum BrowserSignIn {
                     ErrorReport.note("warning: could not start a browser ($BROWSER, else xdg-open); open the address above yourself")
                 }
                 ErrorReport.note("Waiting for the browser…")
+            }
+            guard userID != nil || result.subject != nil else {
+                _ = await client.revokeAll(result.credentials)
+                throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; nothing was stored "
+                                 + "and the tokens were revoked", hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")
             }
             return (result, stored)
         }

@@ -119,14 +119,15 @@ package struct OAuthServer: Sendable {
         }
     }
 
-    /// The DPoP proofs the stand-in checked: endpoint, whether it accepted, and why not.
-    package func dpopLog() throws -> [(endpoint: String, ok: Bool, why: String?)] {
+    /// The DPoP proofs the stand-in checked: endpoint, whether it accepted, why not, and the
+    /// RFC 7638 thumbprint (by jwcrypto) of the key whose signature verified.
+    package func dpopLog() throws -> [(endpoint: String, ok: Bool, why: String?, jkt: String?)] {
         guard let data = FileManager.default.contents(atPath: directory + "/standin-dpop.json"),
               case .array(let entries) = try JSONValue(parsing: data) else { return [] }
         return entries.compactMap { entry in
             guard case .object(let members) = entry, let endpoint = members["endpoint"]?.stringValue,
                   let ok = members["ok"]?.boolValue else { return nil }
-            return (endpoint, ok, members["why"]?.stringValue)
+            return (endpoint, ok, members["why"]?.stringValue, members["jkt"]?.stringValue)
         }
     }
 

@@ -1,4 +1,3 @@
-import CredentialVault
 import FoundationEssentials
 import VaultCrypto
 
@@ -14,6 +13,7 @@ public enum DPoPProof {
     ///   - url: the request's URL.
     ///   - accessToken: the token the request presents (resource requests), for `ath`.
     ///   - nonce: the server's `DPoP-Nonce`, when it asked for one.
+    ///   - now: the proof's `iat` (the current time unless a test says otherwise).
     /// - Returns: the compact JWS.
     /// - Throws: `CryptoError` when signing fails; `VaultError` `.invalidInput` for a method or
     ///   nonce with characters a header cannot carry.

@@ -32,8 +32,11 @@ final class HTTPTransport: Sendable {
     /// Sends the request; transport failures are thrown as they come (the caller classifies them).
     /// One deadline, `timeout`, covers the whole exchange: connecting, the request, the response
     /// head and every byte of the body (a server that trickles its body is cut off at the deadline
-    /// with `HTTPClientError.deadlineExceeded`, as one that never answers).
-    func send(_ url: URL, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?, timeout: Duration) async throws -> HTTPExchange {
+    /// with `HTTPClientError.deadlineExceeded`, as one that never answers). `lastMoment` adds
+    /// headers made just before the request leaves (a DPoP proof, whose `iat` must be fresh), in
+    /// the task that sends it, so no wait for a thread comes between the two.
+    func send(_ url: URL, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?, timeout: Duration,
+              lastMoment: (@Sendable () throws -> HTTPHeaders)? = nil) async throws -> HTTPExchange {
         let milliseconds = Int64(RetryPolicy.seconds(timeout) * 1000)
         let client = self.client
         let target = Self.connectable(url).absoluteString
@@ -42,6 +45,7 @@ final class HTTPTransport: Sendable {
                 var request = HTTPClientRequest(url: target)
                 request.method = method
                 request.headers = headers
+                if let lastMoment { request.headers.add(contentsOf: try lastMoment()) }
                 request.headers.replaceOrAdd(name: "Accept", value: "application/json")
                 if let body {
                     request.body = .bytes(body)

@@ -83,15 +83,21 @@ extension OAuthClient {
         guard let url = try await optionalEndpoint(\.userinfo, "userinfo endpoint") else { return nil }
         var headers = HTTPHeaders()
         let token = credentials.accessToken.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        var proof: (@Sendable () throws -> HTTPHeaders)?
         if let key = configuration.dpopKey, credentials.tokenType.lowercased() == "dpop" {
             headers.add(name: "Authorization", value: "DPoP " + token)
-            headers.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "GET", url: url, accessToken: credentials.accessToken,
-                                                               nonce: dpopNonce.withLock { $0 }))
+            // A fresh proof (new jti, current iat) for every attempt, as at the token endpoint.
+            proof = { [self] in
+                var extra = HTTPHeaders()
+                extra.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "GET", url: url, accessToken: credentials.accessToken,
+                                                                 nonce: dpopNonce.withLock { $0 }))
+                return extra
+            }
         } else {
             headers.add(name: "Authorization", value: "Bearer " + token)
         }
         let response = try await exchange(url, name: "userinfo endpoint", method: .GET, headers: headers, body: nil,
-                                          retry: .idempotent)
+                                          retry: .idempotent, perAttempt: proof)
         guard case .object(let members)? = try? JSONValue(parsing: response.body),
               let subject = members["sub"]?.stringValue, !subject.isEmpty else { return nil }
         return subject

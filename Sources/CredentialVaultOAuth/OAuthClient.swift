@@ -150,10 +150,8 @@ public final class OAuthClient: Sendable {
             let failure: OAuthError
             let mayRetry: Bool
             do {
-                var sent = headers
-                if let perAttempt { sent.add(contentsOf: try perAttempt()) }
-                let response = try await transport.send(url, method: method, headers: sent, body: body,
-                                                        timeout: configuration.requestTimeout)
+                let response = try await transport.send(url, method: method, headers: headers, body: body,
+                                                        timeout: configuration.requestTimeout, lastMoment: perAttempt)
                 if name == "token endpoint", let nonce = response.headers.first(name: "DPoP-Nonce"), !nonce.isEmpty,
                    nonce.utf8.count <= 1024, nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     dpopNonce.withLock { $0 = nonce }

@@ -157,7 +157,7 @@ struct RealServerSessionAPITests {
         await #expect(throws: SessionCredentialsError.signInRequired(returning: nil)) { try await session.credentials(client: client) }
 
         let initial = try server.passwordGrant()
-        try await session.signIn(user: User(id: "alice"), credentials: initial)   // onboarding not done: still credentials
+        try await session.signIn(user: User(id: "alice"), credentials: initial.validLocally)   // onboarding not done: still credentials
         #expect(try await session.credentials(client: client).accessToken == initial.accessToken)
         // Expired locally: refreshed silently through the real server.
         try await session.signOut()
@@ -170,6 +170,8 @@ struct RealServerSessionAPITests {
         let down = try OAuthClient(configuration: OAuthConfiguration(
             issuer: nil, endpoints: OAuthEndpoints(token: URL(string: "http://127.0.0.1:9/t")), clientID: "x", retry: .never))
         defer { Task { try? await down.shutdown() } }
+        try await session.signOut()
+        try await session.signIn(user: User(id: "alice"), credentials: fresh.validLocally)
         #expect(try await session.credentials(minTTL: .seconds(30 * 86_400), client: down).accessToken == fresh.accessToken)
         try await session.signOut()
         let expired = fresh.expiredLocally   // its expiry is "a minute before now" when read: read once

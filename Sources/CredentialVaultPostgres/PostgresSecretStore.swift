@@ -64,6 +64,9 @@ public final class PostgresSecretStore: Sendable {
     /// this store's own verified copy is used, and that copy is one it accepted before (at or above
     /// the rollback floor), as if the database had been put back to it, which is accepted anyway.
     private let lastState = Mutex<(rowVersion: String, state: PostgresVaultState)?>(nil)
+    /// False once the server (or a pooler in front of it) refused a named prepared statement:
+    /// `secret(named:)` then sends its query unprepared.
+    let preparedReads = Atomic<Bool>(true)
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
 
@@ -240,17 +243,22 @@ public final class PostgresSecretStore: Sendable {
         let floor = generation
         let cached = lastState.withLock { $0 }
         let knownVersion = cached?.rowVersion ?? ""
+        let statement = PostgresEntryRead(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), knownVersion: knownVersion)
         let row: (state: [UInt8]?, rowVersion: String, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
-            let rows = try await client.query("""
-                SELECT CASE WHEN s.xmin::text = \(knownVersion) THEN NULL ELSE s.state END, s.xmin::text,
-                       e.row_generation, e.sealed FROM vault_stores s
-                LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(ByteBuffer(bytes: lookup))
-                WHERE s.vault_id = \(vaultID)
-                """, logger: logger)
-            for try await (state, version, rowGeneration, sealed) in rows.decode((ByteBuffer?, String, Int64?, ByteBuffer?).self) {
-                return (state.map { Array(buffer: $0) }, version, rowGeneration, sealed.map { Array(buffer: $0) })
+            var answer: PostgresEntryRead.Row?
+            do {
+                guard self.preparedReads.load(ordering: .relaxed) else { throw PostgresEntryRead.Unprepared() }
+                for try await row in try await client.execute(statement, logger: logger) { answer = row }
+            } catch let error where error is PostgresEntryRead.Unprepared || PostgresEntryRead.isUnsupported(error) {
+                // A pooler that cannot keep named statements: this store reads unprepared from now on.
+                if !(error is PostgresEntryRead.Unprepared) { self.preparedReads.store(false, ordering: .relaxed) }
+                let query = PostgresQuery(unsafeSQL: PostgresEntryRead.sql, binds: try statement.makeBindings())
+                for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
             }
-            throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+            guard let (state, version, rowGeneration, sealed) = answer else {
+                throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+            }
+            return (state.map { Array(buffer: $0) }, version, rowGeneration, sealed.map { Array(buffer: $0) })
         }
         let state: PostgresVaultState
         if let sealedState = row.state {

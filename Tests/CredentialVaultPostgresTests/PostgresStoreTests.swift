@@ -190,6 +190,36 @@ struct PostgresStoreTests {
         await other.close()
     }
 
+    @Test("secret(named:) reads with a prepared statement; a connection that lost it (a pooler's DISCARD) is read unprepared from then on")
+    func preparedReadAndFallback() async throws {
+        var configuration = try PostgresServer.configuration()
+        configuration.maximumConnections = 1   // one connection: the statements below run where the store reads
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: try PostgresServer.newKey(),
+                                                         options: PostgresServer.options())
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
+        #expect(try await store.secret(named: "a").secret == SecureBytes("value-a"))
+        func preparedOnConnection() async throws -> Int {
+            var count = 0
+            for try await value in try await store.client.query(
+                "SELECT count(*)::int FROM pg_prepared_statements WHERE name = \(PostgresEntryRead.name)").decode(Int.self) { count = value }
+            return count
+        }
+        #expect(try await preparedOnConnection() == 1)
+        let preparedBefore = store.preparedReads.load(ordering: .relaxed)
+        #expect(preparedBefore)
+        // What PgBouncer's server_reset_query (DISCARD ALL) does between clients: the statement is
+        // gone from the server while the driver still thinks it is prepared (SQLSTATE 26000).
+        _ = try await store.client.query("DEALLOCATE ALL").collect()
+        #expect(try await store.secret(named: "a").secret == SecureBytes("value-a"))
+        let preparedAfter = store.preparedReads.load(ordering: .relaxed)
+        #expect(!preparedAfter)
+        #expect(await errorCode { _ = try await store.secret(named: "missing") } == .notFound)
+        // The unprepared read still checks the row against the sealed state.
+        try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a2")))
+        #expect(try await store.secret(named: "a").secret == SecureBytes("value-a2"))
+        await store.close()
+    }
+
     @Test("one store used by 16 tasks at once (puts and gets interleaved): no false rollback from a generation another task saw first")
     func concurrentOperationsOfOneStoreSeeNoFalseRollback() async throws {
         let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(),

@@ -17,6 +17,13 @@ struct HTTPExchange: Sendable {
 /// The HTTP side of an `OAuthClient`: no redirects (credentials must not follow them),
 /// the system trust store or a CA bundle, bounded bodies and deadlines.
 final class HTTPTransport: Sendable {
+    /// The `lastMoment` headers could not be made (a DPoP proof that failed to sign): a local
+    /// failure, thrown as it is and never retried, as nothing was sent.
+    struct LastMomentFailure: Error {
+        /// What making the headers threw.
+        let underlying: any Error
+    }
+
     /// Larger responses are refused.
     static let maximumBodyLength = 1 << 20
     private let client: HTTPClient
@@ -45,7 +52,9 @@ final class HTTPTransport: Sendable {
                 var request = HTTPClientRequest(url: target)
                 request.method = method
                 request.headers = headers
-                if let lastMoment { request.headers.add(contentsOf: try lastMoment()) }
+                if let lastMoment {
+                    do { request.headers.add(contentsOf: try lastMoment()) } catch { throw LastMomentFailure(underlying: error) }
+                }
                 request.headers.replaceOrAdd(name: "Accept", value: "application/json")
                 if let body {
                     request.body = .bytes(body)

@@ -161,6 +161,8 @@ public final class OAuthClient: Sendable {
                 // `authorization_pending` and `slow_down` are answers of the device grant, not
                 // failures: the poller waits its interval before asking again (RFC 8628 §3.5).
                 mayRetry = failure.kind == .transient && !Self.isPollingAnswer(failure.serverError)
+            } catch let failure as HTTPTransport.LastMomentFailure {
+                throw failure.underlying
             } catch {
                 let (classified, beforeSending) = Self.classify(transportError: error, endpoint: endpoint)
                 failure = classified

@@ -42,9 +42,15 @@ struct PostgresEntryRead: PostgresPreparedStatement {
     /// Thrown inside the read to take the unprepared path.
     struct Unprepared: Error {}
 
+    /// True for an error the server sent (not a lost connection or a timeout).
+    static func isServerError(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.code == .server
+    }
+
     /// True for the errors of a server or pooler that cannot keep a named statement on the
-    /// connection (PgBouncer before 1.21 in transaction mode): the statement is missing
-    /// (SQLSTATE 26000) or already there (42P05). The store then reads without preparing.
+    /// connection (PgBouncer in transaction mode with `max_prepared_statements` 0, its default
+    /// before 1.24): the statement is missing (SQLSTATE 26000) or already there (42P05). The
+    /// store then reads without preparing.
     static func isUnsupported(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError, error.code == .server,
               let state = error.serverInfo?[.sqlState] else { return false }

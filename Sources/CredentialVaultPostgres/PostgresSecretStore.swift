@@ -249,9 +249,12 @@ public final class PostgresSecretStore: Sendable {
             do {
                 guard self.preparedReads.load(ordering: .relaxed) else { throw PostgresEntryRead.Unprepared() }
                 for try await row in try await client.execute(statement, logger: logger) { answer = row }
-            } catch let error where error is PostgresEntryRead.Unprepared || PostgresEntryRead.isUnsupported(error) {
+            } catch let error where error is PostgresEntryRead.Unprepared || PostgresEntryRead.isServerError(error) {
                 // A pooler that cannot keep named statements: this store reads unprepared from now on.
-                if !(error is PostgresEntryRead.Unprepared) { self.preparedReads.store(false, ordering: .relaxed) }
+                // Any other server error is met by the same query unprepared, for this read only:
+                // postgres-nio keeps a failed Parse on its connection, and a genuine error (a table
+                // dropped by a restore) fails the unprepared query too and is reported as before.
+                if PostgresEntryRead.isUnsupported(error) { self.preparedReads.store(false, ordering: .relaxed) }
                 let query = PostgresQuery(unsafeSQL: PostgresEntryRead.sql, binds: try statement.makeBindings())
                 for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
             }

@@ -2,6 +2,7 @@ import CredentialVault
 @testable import CredentialVaultOAuth
 import Foundation
 import NIOHTTP1
+import Synchronization
 import Testing
 import VaultCrypto
 
@@ -31,6 +32,25 @@ struct OAuthClientUnitTests {
                                        retry: RetryPolicy(maximumAttempts: 2, maximumDelay: .seconds(4), maximumRetryAfter: .seconds(1)))
         #expect(quick.refreshBudget == .seconds(2 * 2 + 4 + 5))
         #expect(quick.refreshBudget > quick.requestTimeout, "longer than one exchange: waiters outlast the refresh")
+    }
+
+    /// Headers made at the last moment (a DPoP proof) that cannot be made: the error comes out as
+    /// it is, at the first attempt, never as a retried transport failure (nothing was sent).
+    @Test func aProofThatCannotBeMadeIsThrownAsItIsAndNotRetried() async throws {
+        struct ProofFailed: Error {}
+        let attempts = Mutex(0)
+        let client = try OAuthClient(configuration: OAuthConfiguration(
+            issuer: nil, endpoints: OAuthEndpoints(token: URL(string: "http://127.0.0.1:9/token")), clientID: "c",
+            retry: RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(1))))
+        let url = try #require(URL(string: "http://127.0.0.1:9/userinfo"))
+        await #expect(throws: ProofFailed.self) {
+            _ = try await client.exchange(url, name: "userinfo endpoint", method: .GET, headers: [:], body: nil, retry: .idempotent,
+                                          perAttempt: {
+                                              attempts.withLock { $0 += 1 }
+                                              throw ProofFailed()
+                                          })
+        }
+        #expect(attempts.withLock { $0 } == 1)
     }
 
     @Test("RFC 6749 §5.2 classification", arguments: [

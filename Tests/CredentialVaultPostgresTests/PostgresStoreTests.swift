@@ -214,9 +214,17 @@ struct PostgresStoreTests {
         let preparedAfter = store.preparedReads.load(ordering: .relaxed)
         #expect(!preparedAfter)
         #expect(await errorCode { _ = try await store.secret(named: "missing") } == .notFound)
-        // The unprepared read still checks the row against the sealed state.
+        // The unprepared read still checks the row against the sealed state: an older copy of the
+        // row put back after a newer write is refused.
+        let a = try rowCondition(store, name: "a")
+        let saved = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(a)")
+            .split(separator: " ")
         try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a2")))
         #expect(try await store.secret(named: "a").secret == SecureBytes("value-a2"))
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(saved[0])', 'hex'), row_generation = \(saved[1]) WHERE \(a)")
+        #expect(await errorCode { _ = try await store.secret(named: "a") } == .tampered)
+        let stillUnprepared = !store.preparedReads.load(ordering: .relaxed)
+        #expect(stillUnprepared)
         await store.close()
     }
 

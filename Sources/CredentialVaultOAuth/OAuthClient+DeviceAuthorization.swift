@@ -86,13 +86,7 @@ extension OAuthClient {
         var proof: (@Sendable () throws -> HTTPHeaders)?
         if let key = configuration.dpopKey, credentials.tokenType.lowercased() == "dpop" {
             headers.add(name: "Authorization", value: "DPoP " + token)
-            // A fresh proof (new jti, current iat) for every attempt, as at the token endpoint.
-            proof = { [self] in
-                var extra = HTTPHeaders()
-                extra.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "GET", url: url, accessToken: credentials.accessToken,
-                                                                 nonce: dpopNonce.withLock { $0 }))
-                return extra
-            }
+            proof = dpopProof(key: key, method: "GET", url: url, accessToken: credentials.accessToken)
         } else {
             headers.add(name: "Authorization", value: "Bearer " + token)
         }

@@ -125,11 +125,7 @@ public final class OAuthClient: Sendable {
         }
         // DPoP (RFC 9449 §5): a fresh proof for every attempt; a `use_dpop_nonce` answer is met
         // by one more request with the nonce the server just sent (§8).
-        let proof: @Sendable () throws -> HTTPHeaders = { [self] in
-            var extra = HTTPHeaders()
-            extra.add(name: "DPoP", value: try DPoPProof.make(key: key, method: "POST", url: url, nonce: dpopNonce.withLock { $0 }))
-            return extra
-        }
+        let proof = dpopProof(key: key, method: "POST", url: url)
         let sentNonce = dpopNonce.withLock { $0 }
         do {
             return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry,
@@ -137,6 +133,17 @@ public final class OAuthClient: Sendable {
         } catch let error as OAuthError where error.serverError == "use_dpop_nonce" && dpopNonce.withLock({ $0 }) != sentNonce {
             return try await exchange(url, name: name, method: .POST, headers: headers, body: form.buffer, retry: retry,
                                       perAttempt: proof)
+        }
+    }
+
+    /// The `DPoP` header for each attempt of one request: a fresh proof (new `jti`, current `iat`,
+    /// the latest server nonce), made in the task that sends it (`HTTPTransport.send`).
+    func dpopProof(key: P256SigningKey, method: String, url: URL, accessToken: SecureBytes? = nil) -> @Sendable () throws -> HTTPHeaders {
+        { [self] in
+            var extra = HTTPHeaders()
+            extra.add(name: "DPoP", value: try DPoPProof.make(key: key, method: method, url: url, accessToken: accessToken,
+                                                             nonce: dpopNonce.withLock { $0 }))
+            return extra
         }
     }
 

@@ -39,9 +39,6 @@ struct PostgresEntryRead: PostgresPreparedStatement {
         try row.decode(Row.self)
     }
 
-    /// Thrown inside the read to take the unprepared path.
-    struct Unprepared: Error {}
-
     /// True for an error the server sent (not a lost connection or a timeout).
     static func isServerError(_ error: any Error) -> Bool {
         (error as? PSQLError)?.code == .server

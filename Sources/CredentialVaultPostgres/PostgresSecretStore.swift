@@ -246,15 +246,20 @@ public final class PostgresSecretStore: Sendable {
         let statement = PostgresEntryRead(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), knownVersion: knownVersion)
         let row: (state: [UInt8]?, rowVersion: String, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
             var answer: PostgresEntryRead.Row?
-            do {
-                guard self.preparedReads.load(ordering: .relaxed) else { throw PostgresEntryRead.Unprepared() }
-                for try await row in try await client.execute(statement, logger: logger) { answer = row }
-            } catch let error where error is PostgresEntryRead.Unprepared || PostgresEntryRead.isServerError(error) {
-                // A pooler that cannot keep named statements: this store reads unprepared from now on.
-                // Any other server error is met by the same query unprepared, for this read only:
-                // postgres-nio keeps a failed Parse on its connection, and a genuine error (a table
-                // dropped by a restore) fails the unprepared query too and is reported as before.
-                if PostgresEntryRead.isUnsupported(error) { self.preparedReads.store(false, ordering: .relaxed) }
+            var prepared = self.preparedReads.load(ordering: .relaxed)
+            if prepared {
+                do {
+                    for try await row in try await client.execute(statement, logger: logger) { answer = row }
+                } catch where PostgresEntryRead.isServerError(error) {
+                    // A pooler that cannot keep named statements: this store reads unprepared from now on.
+                    // Any other server error is met by the same query unprepared, for this read only:
+                    // postgres-nio keeps a failed Parse on its connection, and a genuine error (a table
+                    // dropped by a restore) fails the unprepared query too and is reported as before.
+                    if PostgresEntryRead.isUnsupported(error) { self.preparedReads.store(false, ordering: .relaxed) }
+                    prepared = false
+                }
+            }
+            if !prepared {
                 let query = PostgresQuery(unsafeSQL: PostgresEntryRead.sql, binds: try statement.makeBindings())
                 for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
             }

@@ -5,10 +5,11 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault agent`, `vault unlock`, `vault lock`: a passphrase vault used without its passphrase while
 /// the agent holds it; every failure bounded; the agent refuses what it must and keeps serving.
-@Suite(.serialized) struct AgentCommandTests {
+@Suite(.blockingWork, .serialized) struct AgentCommandTests {
     static let passphrase = "correct horse battery staple"
     static let secret = "agent-secret-\(UUID().uuidString)"
 
@@ -174,19 +175,46 @@ import Testing
         #expect((try world.status()["vaults"] as? [Any])?.isEmpty == true)
     }
 
-    @Test func aKilledAgentFailsFastAndAKeySourceStillWorks() throws {
+    /// An older vault file put back after a direct write: the agent, which read the old file
+    /// before and never saw the newer one, refuses it as a direct open does (65), through this
+    /// machine's rollback record.
+    @Test func theAgentRefusesARolledBackVaultAsADirectOpenDoes() throws {
         let world = try World()
         try world.unlock()
-        kill(world.agent.pid, SIGKILL)
-        _ = world.agent.finish(timeout: 20)
-        let started = Date()
-        let failed = try world.vault(["get", "api"])
-        #expect(Date().timeIntervalSince(started) < 5)
-        #expect(failed.status != 0)
-        #expect(failed.stderrText.contains("agent"))
-        let fallback = try world.vault(["get", "api"], environment: ["VAULT_PASSPHRASE": Self.passphrase])
-        #expect(fallback.status == 0)
-        #expect(fallback.stdoutText == Self.secret)
+        #expect(try world.vault(["get", "api"]).stdoutText == Self.secret, "the agent has read this generation")
+        let old = try Data(contentsOf: URL(fileURLWithPath: world.sandbox.vaultFile))
+        let direct = ["VAULT_PASSPHRASE": Self.passphrase]
+        #expect(try world.vault(["add", "newer", "--no-agent"], stdin: Data(text: "n"), environment: direct).status == 0)
+        let putBack = world.sandbox.vaultFile + ".old"
+        FileManager.default.createFile(atPath: putBack, contents: old, attributes: [.posixPermissions: 0o600])
+        #expect(rename(putBack, world.sandbox.vaultFile) == 0)
+        let directly = try world.vault(["get", "api", "--no-agent"], environment: direct)
+        #expect(directly.status == 65, "the control: a direct open refuses it (\(directly.stderrText))")
+        let throughAgent = try world.vault(["get", "api"])
+        #expect(throughAgent.status == 65, "\(throughAgent.stderrText)")
+        #expect(throughAgent.stdoutText.isEmpty)
+        #expect(throughAgent.stderrText.contains("older than generation"))
+    }
+
+    /// `$VAULT_AGENT_SOCK` in a folder that does not exist yet: the agent makes it 0700 (the last
+    /// component only); with its parent missing too it says what to do, not "start the agent".
+    @Test func theAgentMakesItsMissingSocketFolder() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let socket = sandbox.path("fresh/agent.sock")
+        let agent = try sandbox.start(["agent"], environment: ["VAULT_AGENT_SOCK": socket])
+        defer { kill(agent.pid, SIGTERM); _ = agent.finish(timeout: 20) }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: socket), agent.process.isRunning, Date() < deadline { usleep(10_000) }
+        #expect(FileManager.default.fileExists(atPath: socket), "the agent started")
+        let mode = try FileManager.default.attributesOfItem(atPath: sandbox.path("fresh"))[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        #expect(try sandbox.run(["agent", "--status"], environment: ["VAULT_AGENT_SOCK": socket]).status == 0)
+        let deeper = try sandbox.run(["agent"], environment: ["VAULT_AGENT_SOCK": sandbox.path("a/b/agent.sock")])
+        #expect(deeper.status == 66, "\(deeper.stderrText)")
+        #expect(deeper.stderrText.contains("mkdir -p -m 700"), "\(deeper.stderrText)")
+        #expect(!deeper.stderrText.contains("start the agent"))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("a")), "nothing above the last component is made")
     }
 
     @Test func lockWhileRequestsAreInFlight() throws {
@@ -493,5 +521,25 @@ import Testing
             throw CLITestFailure("connect failed: \(errno)")
         }
         return descriptor
+    }
+}
+
+extension AgentCommandTests {
+    /// Wall-clock bounds: run by scripts/test in a process of their own, one at a time (TimingTests).
+    @Suite(.timing, .serialized) struct Timed {
+        @Test func aKilledAgentFailsFastAndAKeySourceStillWorks() throws {
+            let world = try World()
+            try world.unlock()
+            kill(world.agent.pid, SIGKILL)
+            _ = world.agent.finish(timeout: 20)
+            let started = Date()
+            let failed = try world.vault(["get", "api"])
+            #expect(Date().timeIntervalSince(started) < 5)
+            #expect(failed.status != 0)
+            #expect(failed.stderrText.contains("agent"))
+            let fallback = try world.vault(["get", "api"], environment: ["VAULT_PASSPHRASE": AgentCommandTests.passphrase])
+            #expect(fallback.status == 0)
+            #expect(fallback.stdoutText == AgentCommandTests.secret)
+        }
     }
 }

@@ -5,11 +5,12 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// The agent's per-caller rules, with the real git: only git's credential helper, started by git,
 /// reads `git:` entries; a "backup tool" may list but not get; a rules file others can change stops
 /// the agent; a changed file is read again.
-@Suite(.serialized) struct AgentRulesTests {
+@Suite(.blockingWork, .serialized) struct AgentRulesTests {
     static let rules = """
         { "rules": [
             { "name": "git helper reads git entries", "action": "allow", "operations": ["get"], "entries": ["git:*"],

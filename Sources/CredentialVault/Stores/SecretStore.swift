@@ -396,8 +396,9 @@ public final class SecretStore: Sendable {
     /// A rollback record is written only after the file of its generation was renamed into
     /// place, so a record read *before* the file proves that the path held at least that
     /// generation when the file was read: an older file then is a genuine rollback. A read
-    /// first checks the record after the file (it needs the file's vault id, and a file that
-    /// is unchanged since the last read costs no record read at all); a writer committing in
+    /// first checks the record after the file (it needs the file's vault id; a file unchanged
+    /// since the last read is not decoded again, but its record is read: a newer one means the
+    /// file was put back after a newer write); a writer committing in
     /// between leaves a newer record, so that verdict is inconclusive and is retried with the
     /// record read first.
     private func load(_ state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
@@ -445,9 +446,14 @@ public final class SecretStore: Sendable {
         case .unchanged:
             guard let cached = state.lastDecoded else { preconditionFailure("unchanged is only reported against a cached file") }
             (image, keys, kek) = (cached.image, cached.keys, cached.kek)
+            // The file is the one decoded before, but another process may have written a newer one
+            // (and its record) since and put this old one back: a long-lived store (the agent) must
+            // see the record as a direct open would.
+            try checkRollbackRecord(of: image, earlier: earlier)
         case let .contents(file):
             if let cached = state.lastDecoded, cached.matches(file) {
                 (image, keys, kek) = (cached.image, cached.keys, cached.kek)
+                try checkRollbackRecord(of: image, earlier: earlier)
             } else {
                 state.lastDecoded = nil
                 (image, keys, kek) = try decode(file, state: &state)

@@ -18,11 +18,13 @@ import CredentialVault
 /// Evaluated in order, first match wins; a request no rule matches is allowed (add a last rule
 /// `{"action": "deny"}` to deny by default). A rule matches when every condition it has holds:
 /// `operations` (get, list, add, rm), `entries` (globs of the entry name), `owners` (globs of the
-/// owner), `clients` (globs of the caller's personality), `parents` (each glob matches some
-/// executable in the caller's chain of ancestors), `units` (globs of its systemd unit). Globs are
-/// fnmatch(3) patterns where `*` also matches `/`. For `list`, rules are applied to each entry and the
-/// entries a caller may not list are left out. No file: every process of the user is allowed, as with
-/// ssh-agent. The file must be the user's (or root's) and not writable by group or others.
+/// owner), `clients` (globs of the caller's personality), `parents` (each glob matches some known
+/// executable in the caller's chain of ancestors), `units` (globs of the system manager's unit it
+/// runs in), `userUnits` (globs of the unit of the user's own manager it runs in). Globs are
+/// fnmatch(3) patterns where `*` also matches `/`; an unknown executable or unit matches none. For
+/// `list`, rules are applied to each entry and the entries a caller may not list are left out. No
+/// file: every process of the user is allowed, as with ssh-agent. The file and its folders are
+/// checked as OpenSSH's StrictModes checks (`SecureFileSystem.readConfigurationFile`).
 struct AgentRules: Sendable {
     struct Rule: Sendable {
         let name: String
@@ -33,6 +35,7 @@ struct AgentRules: Sendable {
         let clients: [String]?
         let parents: [String]?
         let units: [String]?
+        let userUnits: [String]?
 
         func matches(operation: String, entry: (name: String, owner: String)?, caller: AgentCaller) -> Bool {
             if let operations, !operations.contains(operation) { return false }
@@ -44,11 +47,14 @@ struct AgentRules: Sendable {
             }
             if let clients, !clients.contains(where: { Self.glob($0, caller.personality) }) { return false }
             if let parents {
-                let ancestors = caller.executables.dropFirst()
+                let ancestors = caller.executables.dropFirst().compactMap { $0 }
                 guard parents.allSatisfy({ pattern in ancestors.contains { Self.glob(pattern, $0) } }) else { return false }
             }
             if let units {
-                guard let unit = caller.unit, units.contains(where: { Self.glob($0, unit) }) else { return false }
+                guard let unit = caller.placement.unit, units.contains(where: { Self.glob($0, unit) }) else { return false }
+            }
+            if let userUnits {
+                guard let unit = caller.placement.userUnit, userUnits.contains(where: { Self.glob($0, unit) }) else { return false }
             }
             return true
         }
@@ -75,17 +81,17 @@ struct AgentRules: Sendable {
     }
 
     /// Reads and checks the rules file; nil when there is none.
-    /// - Throws: `.insecurePermissions` for a file others can write to; `.invalidInput` for one that does not follow the schema.
+    /// - Throws: `.insecurePermissions` for a symlink, a file or a folder above it that others can
+    ///   change; `.invalidInput` for one that does not follow the schema.
     static func load(_ path: String) throws -> AgentRules? {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            if errno == ENOENT { return nil }
-            throw VaultError.io("reading the agent's rules", path: path, errno: errno)
+        let read: [UInt8]?
+        do {
+            read = try SecureFileSystem.readConfigurationFile(path, maxBytes: 1 << 20)
+        } catch let error as VaultError where error.code == .insecurePermissions {
+            throw VaultError(.insecurePermissions, "the agent's rules file cannot be trusted: \(error.message)", path: error.path,
+                             fix: error.fix)
         }
-        guard status.st_uid == geteuid() || status.st_uid == 0, status.st_mode & 0o022 == 0 else {
-            throw VaultError(.insecurePermissions, "the agent's rules file can be changed by others", path: path, fix: "chmod 600 '\(path)'")
-        }
-        let bytes = try SecureFileSystem.readInputFile(path, maxBytes: 1 << 20)
+        guard let bytes = read else { return nil }
         let document: JSONValue
         do {
             document = try JSONValue(parsing: bytes)
@@ -95,7 +101,7 @@ struct AgentRules: Sendable {
         guard let list = document["rules"]?.arrayValue else {
             throw VaultError(.invalidInput, "the agent's rules file has no \"rules\" list", path: path)
         }
-        let known: Set<String> = ["name", "action", "operations", "entries", "owners", "clients", "parents", "units"]
+        let known: Set<String> = ["name", "action", "operations", "entries", "owners", "clients", "parents", "units", "userUnits"]
         return AgentRules(rules: try list.enumerated().map { index, value in
             guard let object = value.objectValue, let action = object["action"]?.stringValue, action == "allow" || action == "deny" else {
                 throw VaultError(.invalidInput, "rule \(index + 1) of the agent's rules needs \"action\": \"allow\" or \"deny\"", path: path)
@@ -116,7 +122,7 @@ struct AgentRules: Sendable {
             }
             return Rule(name: object["name"]?.stringValue ?? "rule \(index + 1)", allow: action == "allow", operations: operations,
                         entries: try strings("entries"), owners: try strings("owners"), clients: try strings("clients"),
-                        parents: try strings("parents"), units: try strings("units"))
+                        parents: try strings("parents"), units: try strings("units"), userUnits: try strings("userUnits"))
         })
     }
 }

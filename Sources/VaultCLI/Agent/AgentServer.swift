@@ -53,7 +53,7 @@ final class AgentServer: @unchecked Sendable {
     private let vaults = Mutex<[String: UnlockedVault]>([:])
     /// The rules file's path, and what was read from it (re-read when the file changes).
     private let rulesPath: String?
-    private let rules = Mutex<(signature: [Int], rules: AgentRules?, error: VaultError?)>(([], nil, nil))
+    private let rules = Mutex(RulesState())
     /// Every open connection, with when it became idle (nil while a request is being answered).
     private let connections = Mutex<[Int32: ContinuousClock.Instant?]>([:])
 
@@ -81,7 +81,7 @@ final class AgentServer: @unchecked Sendable {
         if let rulesPath {
             // A rules file that cannot be used stops the start: better no agent than one without its rules.
             let loaded = try AgentRules.load(rulesPath)
-            rules.withLock { $0 = (Self.signature(of: rulesPath), loaded, nil) }
+            rules.withLock { $0 = RulesState(signature: Self.signature(of: rulesPath), rules: loaded, error: nil, hadRules: loaded != nil) }
         }
         var ends: [Int32] = [-1, -1]
         guard Subprocess.makePipe(&ends) else { throw VaultError.io("creating the agent's wake-up pipe", path: nil, errno: errno) }
@@ -99,15 +99,9 @@ final class AgentServer: @unchecked Sendable {
         return 3
     }
 
-    /// Makes the socket's folder (for the default path), refuses a live agent, removes a stale socket, binds 0600.
+    /// Makes the socket's folder when missing, refuses a live agent, removes a stale socket, binds 0600.
     private static func bind(_ path: String) throws -> Int32 {
-        let folder = PathText.parent(of: path)
-        if KeySources.environmentValue("VAULT_AGENT_SOCK") == nil {
-            // $XDG_RUNTIME_DIR/vault: made 0700 (an existing one is checked below, never repaired).
-            if mkdir(folder, 0o700) != 0, errno != EEXIST {
-                throw VaultError.io("creating the agent's folder", path: folder, errno: errno)
-            }
-        }
+        try makeFolder(of: path)
         try AgentSocketPath.check(path, socketMustExist: false)
         var status = stat()
         if lstat(path, &status) == 0 {
@@ -131,6 +125,28 @@ final class AgentServer: @unchecked Sendable {
             throw VaultError.io("listening on the agent socket", path: path, errno: code)
         }
         return descriptor
+    }
+
+    /// Makes the socket's folder 0700 when it is missing (`$XDG_RUNTIME_DIR/vault`, or the folder
+    /// `$VAULT_AGENT_SOCK` names): only that last component, in a parent that exists and that no
+    /// other user can rearrange (root's or the user's, not writable by others unless sticky). An
+    /// existing folder is checked by `AgentSocketPath.check`, never repaired.
+    private static func makeFolder(of path: String) throws {
+        let folder = PathText.parent(of: path), parent = PathText.parent(of: folder)
+        var status = stat()
+        guard lstat(folder, &status) != 0, errno == ENOENT else { return }
+        guard stat(parent, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw VaultError(.notFound, "the agent's socket folder cannot be made: the folder above it does not exist", path: parent,
+                             fix: "make it first (mkdir -p -m 700 '\(folder)'), or choose another VAULT_AGENT_SOCK")
+        }
+        guard status.st_uid == geteuid() || status.st_uid == 0,
+              status.st_mode & 0o022 == 0 || status.st_mode & S_ISVTX != 0 else {
+            throw VaultError(.insecurePermissions, "refusing to make the agent's socket folder where others can rearrange it", path: parent,
+                             fix: "choose a VAULT_AGENT_SOCK under a folder of your own")
+        }
+        if mkdir(folder, 0o700) != 0, errno != EEXIST {
+            throw VaultError.io("creating the agent's folder", path: folder, errno: errno)
+        }
     }
 
     /// Serves until SIGTERM, SIGINT or SIGHUP; then forgets every key, removes the socket and returns.
@@ -187,7 +203,8 @@ final class AgentServer: @unchecked Sendable {
             return
         }
         ServiceThread.start {
-            self.serve(client, peer: peer.pid)
+            // Identified once, before the first request is read, and bound to this connection.
+            self.serve(client, caller: AgentCaller.identify(AgentPeer(socket: client, pid: peer.pid)))
             self.connections.withLock { connections in
                 // Closed by its own thread only, after it is out of the table (so no reused
                 // descriptor number can be shut down by mistake).
@@ -198,8 +215,7 @@ final class AgentServer: @unchecked Sendable {
     }
 
     /// Answers the requests of one connection until it closes, idles out or sends garbage.
-    private func serve(_ client: Int32, peer: Int32) {
-        var caller: AgentCaller?
+    private func serve(_ client: Int32, caller: AgentCaller) {
         while true {
             let request: AgentMessage?
             do {
@@ -214,10 +230,7 @@ final class AgentServer: @unchecked Sendable {
                 return true
             }
             guard stillOpen else { return }
-            let answer = answer(request) {
-                if caller == nil { caller = AgentCaller.identify(pid: peer) }
-                return caller ?? AgentCaller.identify(pid: peer)
-            }
+            let answer = answer(request, caller: caller)
             connections.withLock { connections in
                 if connections[client] != nil { connections[client] = .some(.now) }
             }
@@ -231,17 +244,23 @@ final class AgentServer: @unchecked Sendable {
 
     // MARK: Requests
 
-    /// The answer to one request; `caller` identifies the peer (read from /proc once, when a rule needs it).
-    func answer(_ request: AgentMessage, caller: () -> AgentCaller) -> AgentMessage {
+    /// The answer to one request from `caller` (the connection's peer, identified when it was accepted).
+    func answer(_ request: AgentMessage, caller: AgentCaller) -> AgentMessage {
         do {
             let operation = request.header["op"]?.stringValue ?? ""
             let guarded = ["get", "list", "add", "rm"].contains(operation)
             let rules = guarded ? try currentRules() : nil
+            if rules != nil, !caller.identified {
+                // No rule can be asked about a process that is not known to be the peer.
+                AgentLog.write("refused \(operation) to \(caller.description)")
+                throw VaultError(.deniedByRule, "the agent could not identify the process that connected (pid \(caller.pid)), so its rules refuse it",
+                                 fix: "keep the process that connects to the agent running while it asks")
+            }
             func check(_ entry: (name: String, owner: String)?) throws {
-                guard let rules, let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller()) else { return }
-                let who = caller()
-                AgentLog.write("refused \(operation) of '\(entry?.name ?? "")' to \(who.description): rule \(index + 1) (\(rule.name))")
-                throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry?.name ?? "")' to \(who.personality)",
+                if let entry { try ReservedEntryNames.checkAgentRequest(operation, header: request.header, entry: entry) }
+                guard let rules, let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller) else { return }
+                AgentLog.write("refused \(operation) of '\(entry?.name ?? "")' to \(caller.description): rule \(index + 1) (\(rule.name))")
+                throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry?.name ?? "")' to \(caller.personality)",
                                  fix: "change the agent's rules file if this caller should be allowed")
             }
             switch operation {
@@ -253,8 +272,7 @@ final class AgentServer: @unchecked Sendable {
             case "list":
                 var entries = try withVault(request) { try $0.list(owner: request.header["owner"]?.stringValue) }
                 if let rules {
-                    let who = caller()
-                    entries.removeAll { rules.refusal(operation: "list", entry: ($0.name, $0.owner), caller: who) != nil }
+                    entries.removeAll { rules.refusal(operation: "list", entry: ($0.name, $0.owner), caller: caller) != nil }
                 }
                 return AgentMessage(["ok": true, "entries": .array(entries.map(VaultAgentClient.metadataJSON))])
             case "get" where request.header["names"] != nil:
@@ -314,33 +332,57 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// The rules in force: re-read when the file changed; a file that became unusable refuses every
-    /// entry request (with its error) until it is fixed.
+    /// What was last read from the rules file.
+    struct RulesState {
+        /// The file's and its folder's `signature`, when it was read.
+        var signature: [Int] = []
+        var rules: AgentRules?
+        /// Why the file cannot be used: every entry request gets this error.
+        var error: VaultError?
+        /// Rules were in force once: from then on, a file that disappears refuses entry requests.
+        var hadRules = false
+    }
+
+    /// The rules in force: re-read when the file or its folder changed. A file that became unusable,
+    /// or that disappeared after rules were in force, refuses every entry request (with its error)
+    /// until a usable one is back: deleting the file must not lift a deny rule.
     private func currentRules() throws -> AgentRules? {
         guard let rulesPath else { return nil }
         let signature = Self.signature(of: rulesPath)
         let state = rules.withLock { $0 }
-        if state.signature != signature {
-            let reloaded: (signature: [Int], rules: AgentRules?, error: VaultError?)
-            do {
-                reloaded = (signature, try AgentRules.load(rulesPath), nil)
-            } catch let error as VaultError {
-                reloaded = (signature, nil, error)
-            }
-            rules.withLock { $0 = reloaded }
-            AgentLog.write(reloaded.error == nil ? "read the rules again" : "the rules file is unusable; refusing entry requests")
-            if let error = reloaded.error { throw error }
-            return reloaded.rules
+        guard state.signature != signature else {
+            if let error = state.error { throw error }
+            return state.rules
         }
-        if let error = state.error { throw error }
-        return state.rules
+        var reloaded = RulesState(signature: signature, rules: nil, error: nil, hadRules: state.hadRules)
+        do {
+            reloaded.rules = try AgentRules.load(rulesPath)
+            if reloaded.rules == nil, state.hadRules {
+                reloaded.error = VaultError(.deniedByRule, "the agent's rules file is gone; the agent refuses entry requests until it is back",
+                                            path: rulesPath, fix: "put the rules file back (or restart the agent without one)")
+            }
+        } catch let error as VaultError {
+            reloaded.error = error
+        }
+        reloaded.hadRules = state.hadRules || reloaded.rules != nil
+        rules.withLock { $0 = reloaded }
+        AgentLog.write(reloaded.error == nil ? "read the rules again"
+                       : signature.isEmpty ? "the rules file is gone; refusing entry requests until it is back"
+                       : "the rules file is unusable; refusing entry requests")
+        if let error = reloaded.error { throw error }
+        return reloaded.rules
     }
 
-    /// What tells a changed rules file: device, inode, size, modification time (empty when missing).
+    /// What tells a changed rules file: device, inode, mode, owner, size and modification time of
+    /// the file (not following a symlink; empty when missing) and of its folder.
     private static func signature(of path: String) -> [Int] {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return [] }
-        return [Int(status.st_dev), Int(status.st_ino), Int(status.st_size), status.st_mtim.tv_sec, status.st_mtim.tv_nsec]
+        var file = stat(), folder = stat()
+        guard lstat(path, &file) == 0 else { return [] }
+        let folderKnown = lstat(PathText.parent(of: path), &folder) == 0
+        return [file, folderKnown ? folder : stat()].flatMap { status in
+            [Int(status.st_dev), Int(status.st_ino), Int(status.st_mode), Int(status.st_uid), Int(status.st_size),
+             status.st_mtim.tv_sec, status.st_mtim.tv_nsec]
+        }
     }
 
     private func statusAnswer() -> AgentMessage {

@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Files that decide what a program lets others do (the agent's rules), checked the way OpenSSH's
+/// StrictModes checks `authorized_keys`: whoever can change such a file, or rename it or a folder
+/// above it, decides in the user's place.
+extension SecureFileSystem {
+    /// Reads a configuration file after checking it and every folder above it.
+    ///
+    /// The folders are walked from "/" with `O_NOFOLLOW` as `openTrustedDirectory` does (each owned
+    /// by root or the effective user, not writable by group or others unless sticky; the file's own
+    /// folder must not be a symlink); the file is opened in its folder with
+    /// `O_NOFOLLOW|O_NONBLOCK` (a symlink is refused, a FIFO cannot hang the read) and checked with
+    /// `fstat`: a regular file, owned by the effective user or root, not writable by group or others.
+    /// - Returns: the contents, or nil when the file (or its folder) does not exist.
+    /// - Throws: `VaultError` `.insecurePermissions` for a symlink or an unsafe file or folder,
+    ///   `.invalidInput` when larger than `maxBytes`, `.io`.
+    package static func readConfigurationFile(_ path: String, maxBytes: Int) throws -> [UInt8]? {
+        let parts = try SplitPath(path)
+        let folder: OwnedDescriptor
+        do {
+            folder = try openTrustedDirectory(parts.directory)
+        } catch {
+            if error.code == .notFound { return nil }
+            throw error
+        }
+        let descriptor: OwnedDescriptor
+        do {
+            descriptor = OwnedDescriptor(try Syscall.openFile(parts.name, in: folder.raw, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
+        } catch {
+            switch error.code {
+            case ENOENT: return nil
+            case ELOOP: throw VaultError.symbolicLink(path)
+            default: throw error.vaultError("opening the file", path: path)
+            }
+        }
+        let status: stat
+        do {
+            status = try Syscall.status(of: descriptor.raw)
+        } catch {
+            throw error.vaultError("checking the file", path: path)
+        }
+        guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.regularFile else {
+            throw VaultError.wrongFileType(path, expected: "a regular file")
+        }
+        guard status.st_uid == geteuid() || status.st_uid == 0 else { throw VaultError.wrongOwner(path, owner: status.st_uid) }
+        guard status.st_mode & PrivacyCheck.groupOrOtherWrite == 0 else {
+            throw VaultError(.insecurePermissions, "refusing the file because group or others can write to it "
+                             + "(mode \(VaultError.octal(status.st_mode & 0o7777)))",
+                             path: path, fix: "run 'chmod go-w \(VaultError.shellQuoted(path))'")
+        }
+        guard Int(status.st_size) <= maxBytes else {
+            throw VaultError(.invalidInput, "the file is larger than \(maxBytes) bytes", path: path, fix: "check that this is the right file")
+        }
+        do {
+            return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
+        } catch {
+            throw error.vaultError("reading the file", path: path)
+        }
+    }
+}

@@ -65,6 +65,7 @@ let package = Package(
             name: "CredentialVaultOAuth",
             dependencies: [
                 "CredentialVault",
+                "VaultCrypto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -79,6 +80,7 @@ let package = Package(
             name: "CredentialVaultPostgres",
             dependencies: [
                 "CredentialVault",
+                "VaultCrypto",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -89,6 +91,9 @@ let package = Package(
             name: "VaultCLI",
             dependencies: [
                 "CredentialVault",
+                // The primitives the commands call themselves (SHA256, SecureWipe, P256SigningKey, …);
+                // `import CredentialVault` brings only SecureBytes and CryptoError (Exports.swift).
+                "VaultCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -119,40 +124,50 @@ let package = Package(
             dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
             path: "Tests/Workers/VaultPostgresTestWorker"
         ),
+        // How the test processes schedule their tests: suites that block (child processes, servers) run
+        // on threads of their own, not Swift's cooperative pool; wall-clock tests run in a process of
+        // their own (scripts/test). Shared by every test target.
+        .target(
+            name: "TestScheduling",
+            path: "Tests/Support/TestScheduling"
+        ),
         .testTarget(
             name: "VaultCryptoTests",
-            dependencies: ["VaultCrypto"],
+            dependencies: ["VaultCrypto", "TestScheduling"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CredentialVaultTests",
-            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultTestWorker", "TestScheduling",
+                           .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // The real authorization server as the OAuth suites use it (scripts/oauth-server starts it).
         .target(
             name: "OAuthServerSupport",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "TestScheduling"],
             path: "Tests/Support/OAuthServerSupport"
         ),
         .testTarget(
             name: "CredentialVaultOAuthTests",
-            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "OAuthServerSupport", "VaultOAuthTestWorker"]
+            dependencies: ["CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "OAuthServerSupport", "VaultOAuthTestWorker",
+                           "TestScheduling", .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
         .testTarget(
             name: "CredentialVaultPostgresTests",
             dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "VaultPostgresTestWorker",
-                           "CredentialVaultOAuth", "OAuthServerSupport"]
+                           "CredentialVaultOAuth", "OAuthServerSupport", "TestScheduling"]
         ),
         // The OAuth commands against the real server, through the built executables.
         .testTarget(
             name: "VaultOAuthCLITests",
             dependencies: ["VaultOAuthCLI", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto", "OAuthServerSupport",
-                           "VaultMain", "VaultOAuthMain", "VaultPostgresMain"]
+                           "VaultMain", "VaultOAuthMain", "VaultPostgresMain", "TestScheduling"]
         ),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["CredentialVault", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain"],
+            dependencies: ["CredentialVault", "VaultCrypto", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain",
+                           "TestScheduling"],
             resources: [.copy("Fixtures")]
         ),
     ]

@@ -1,7 +1,7 @@
 import NIOCore
 import PostgresNIO
 
-/// The one query of `secret(named:)`: the entry row joined with its store's state row, the state
+/// The one query of `entry(named:)`: the entry row joined with its store's state row, the state
 /// itself left out (NULL) when the state row's `xmin` is the one the store last opened.
 ///
 /// A prepared statement: each pooled connection parses and plans it once, then only binds and

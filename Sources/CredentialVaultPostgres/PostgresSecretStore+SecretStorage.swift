@@ -14,7 +14,7 @@ extension PostgresSecretStore: SecretStorage {
     }
 
     package func readEntry(named name: String, owner: String) async throws -> VaultEntry {
-        try await secret(named: name, owner: owner)
+        try await entry(named: name, owner: owner)
     }
 
     package func storeEntries(_ entries: [NewEntry], replace: Bool) async throws -> [EntryMetadata] {
@@ -26,7 +26,7 @@ extension PostgresSecretStore: SecretStorage {
     }
 
     package func verifyAll() async throws -> VerificationReport {
-        try await verificationReport()
+        try await verify()
     }
 
     package func closeStorage() async {
@@ -36,9 +36,12 @@ extension PostgresSecretStore: SecretStorage {
 
 extension PostgresSecretStore {
     /// Checks the sealed state and the row set (a missing, added or rolled-back row throws
-    /// `.tampered`), then opens every row, listing each that fails instead of stopping at the first.
-    /// A row that does not open has no readable name: it is reported by its lookup's first bytes.
-    public func verificationReport() async throws -> VerificationReport {
+    /// `.tampered`), then opens every row, listing each that fails instead of stopping at the first
+    /// (as `SecretStore.verify()`). A row that does not open has no readable name: it is reported
+    /// by its lookup's first bytes.
+    /// - Returns: the report: the generation verified, how many rows were checked, which failed.
+    /// - Throws: `.tampered` for the state or the row set, `.rollbackDetected`, `.serverUnavailable`.
+    public func verify() async throws -> VerificationReport {
         let floor = generation
         let fetched = try await fetchAllRows()
         let state = try observe(PostgresVaultState.open(fetched.state, vaultID: vaultID, storeName: storeName, keys: keys), seenBefore: floor)

@@ -98,7 +98,7 @@ extension PostgresSecretStore {
 
     /// Reads a session's pair inside a transaction, checked like every other read.
     func readCredentials(session: String, on connection: PostgresConnection) async throws -> Credentials {
-        // The rows are checked against the sealed state, as `secret(named:)` does: an older copy of
+        // The rows are checked against the sealed state, as `entry(named:)` does: an older copy of
         // the refresh token put back is refused before it is ever sent to a server.
         let floor = generation
         var sealedState: [UInt8]?

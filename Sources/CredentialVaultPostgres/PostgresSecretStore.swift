@@ -58,14 +58,14 @@ public final class PostgresSecretStore: Sendable {
     private let runner: Task<Void, Never>
     private let highestGeneration: Mutex<UInt64>
     /// The last state this store opened, by the `xmin` of the row it came in (the transaction that
-    /// wrote that row version; every UPDATE makes a new one): `secret(named:)` has the database send
+    /// wrote that row version; every UPDATE makes a new one): `entry(named:)` has the database send
     /// the state only when the row changed, so the common read neither sends nor even reads its
     /// TOASTed bytes. `xmin` is not authenticated and need not be: what it decides is only whether
     /// this store's own verified copy is used, and that copy is one it accepted before (at or above
     /// the rollback floor), as if the database had been put back to it, which is accepted anyway.
     private let lastState = Mutex<(rowVersion: String, state: PostgresVaultState)?>(nil)
     /// False once the server (or a pooler in front of it) refused a named prepared statement:
-    /// `secret(named:)` then sends its query unprepared.
+    /// `entry(named:)` then sends its query unprepared.
     let preparedReads = Atomic<Bool>(true)
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
@@ -235,7 +235,7 @@ public final class PostgresSecretStore: Sendable {
 
     /// The entry named `name` of `owner`, read in one statement together with the state row.
     /// - Throws: `.notFound`, `.tampered`, `.rollbackDetected`, `.serverUnavailable`.
-    public func secret(named name: String, owner: String = "") async throws -> VaultEntry {
+    public func entry(named name: String, owner: String = "") async throws -> VaultEntry {
         let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let logger = options.logger
@@ -293,6 +293,12 @@ public final class PostgresSecretStore: Sendable {
         return try PostgresRowCodec.open(sealed, vaultID: self.vaultID, lookup: lookup, rowGeneration: UInt64(rowGeneration), keys: keys)
     }
 
+    /// The secret of the entry named `name` of `owner` (as `SecretStore.secret(named:owner:)`).
+    /// - Throws: the errors of `entry(named:owner:)`.
+    public func secret(named name: String, owner: String = "") async throws -> SecureBytes {
+        try await entry(named: name, owner: owner).secret
+    }
+
     /// Every entry's metadata (of `owner` when given), after checking the whole row set against
     /// the sealed state: a deleted, added, or rolled-back row is refused as tampering.
     public func list(owner: String? = nil) async throws -> [EntryMetadata] {
@@ -300,11 +306,6 @@ public final class PostgresSecretStore: Sendable {
             .sorted { ($0.owner, $0.name) < ($1.owner, $1.name) }
     }
 
-    /// Opens every row and checks the row set against the state: the generation and entry count.
-    public func verify() async throws -> (generation: UInt64, entryCount: Int) {
-        let all = try await readAll()
-        return (all.state.generation, all.entries.count)
-    }
 
     private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry]) {
         let floor = generation

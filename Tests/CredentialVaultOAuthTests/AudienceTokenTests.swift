@@ -3,12 +3,13 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// Per-audience tokens from one sign-in (RFC 8707 `resource` on a refresh-token grant):
 /// against the stand-in's /audience/token (it logs the resource asked for and rotates the
 /// refresh token on every answer, killing the old one) and against the real server's rotation.
-@Suite("Per-audience tokens", .enabled(if: OAuthServer.shouldRun), .serialized)
+@Suite("Per-audience tokens", .blockingWork, .enabled(if: OAuthServer.shouldRun), .serialized)
 struct AudienceTokenTests {
     func signedIn(_ folder: SessionFolder, refresh: String) async throws -> SessionManager {
         let session = try folder.session()

@@ -4,12 +4,13 @@ import Foundation
 import Synchronization
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// The app's one-call browser sign-in (`signIn(using: .browser(open:))`) against the real
 /// django-oauth-toolkit server; the app's "open the URL" is scripts/test-browser, which logs in
 /// through the server's own login and consent pages.
-@Suite("Browser sign-in for apps against the real server", .enabled(if: OAuthServer.shouldRun))
+@Suite("Browser sign-in for apps against the real server", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct BrowserSignInTests {
     func client(_ server: OAuthServer) throws -> OAuthClient {
         try OAuthClient(configuration: OAuthConfiguration(issuer: try server.issuer, clientID: try server.string("browser_client_id"),

@@ -3,12 +3,13 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// DPoP (RFC 9449) against a token endpoint and a resource that check every proof with
 /// jwcrypto, a JOSE library vault did not write (the stand-in's /dpop; django-oauth-toolkit has
 /// no DPoP): proofs, the nonce dance, binding, `ath`, and refusals.
-@Suite("DPoP: sender-constrained tokens", .enabled(if: OAuthServer.shouldRun), .serialized)
+@Suite("DPoP: sender-constrained tokens", .blockingWork, .enabled(if: OAuthServer.shouldRun), .serialized)
 struct DPoPTests {
     func client(_ server: OAuthServer, key: P256SigningKey) throws -> OAuthClient {
         try OAuthClient(configuration: OAuthConfiguration(

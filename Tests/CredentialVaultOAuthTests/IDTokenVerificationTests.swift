@@ -3,13 +3,14 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// ID token verification (OIDC Core §3.1.3.7) against an issuer whose tokens are signed by
 /// jwcrypto, a JOSE library vault did not write (the stand-in's /oidc, started by
 /// scripts/oauth-server): every accepted algorithm, and one test per check that must refuse.
 /// Serialized: the key-rotation test counts the JWKS fetches.
-@Suite("ID tokens are verified before they name the user", .enabled(if: OAuthServer.shouldRun), .serialized)
+@Suite("ID tokens are verified before they name the user", .blockingWork, .enabled(if: OAuthServer.shouldRun), .serialized)
 struct IDTokenVerificationTests {
     static let clientID = "vault-app"
 

@@ -3,11 +3,12 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// N processes × M tasks refreshing one session at the same instant: the real server's own
 /// records must show exactly one refresh grant.
-@Suite("OAuth against the real server: single-flight refresh across processes", .enabled(if: OAuthServer.shouldRun))
+@Suite("OAuth against the real server: single-flight refresh across processes", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct RealServerConcurrencyTests {
     @Test("8 processes × 4 tasks at the same instant → exactly one refresh grant at the server")
     func oneRefreshGrant() async throws {

@@ -3,12 +3,13 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// The app developer's calls against the real server: the one call at launch
 /// (`credentials(minTTL:client:)`), sign-out and guest mode that revoke, and a failed revocation
 /// kept sealed and retried.
-@Suite("OAuth against the real server: the app's session calls", .enabled(if: OAuthServer.shouldRun))
+@Suite("OAuth against the real server: the app's session calls", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct RealServerSessionAPITests {
     /// A client of the confidential app whose revocation endpoint answers 500 (the stand-in), with
     /// the same issuer and id as `server.confidentialClient()`, so its tokens are that client's.
@@ -194,7 +195,7 @@ struct RealServerSessionAPITests {
     }
 }
 
-@Suite("OAuth against the real server: sign-in in one call", .enabled(if: OAuthServer.shouldRun))
+@Suite("OAuth against the real server: sign-in in one call", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct RealServerOneCallSignInTests {
     @Test("signIn(using: .device(show:)): the code shown through the app's closure, approved, the user id from the server, the guest's items moved")
     func deviceSignInInOneCall() async throws {

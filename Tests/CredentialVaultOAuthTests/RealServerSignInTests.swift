@@ -3,11 +3,12 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// Device sign-in, refresh with rotation, client credentials and discovery against the real
 /// django-oauth-toolkit server started by scripts/oauth-server.
-@Suite("OAuth against the real server: sign-in and refresh", .enabled(if: OAuthServer.shouldRun))
+@Suite("OAuth against the real server: sign-in and refresh", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct RealServerSignInTests {
     @Test("device sign-in: pending until the user approves, then tokens; the user id from the server; guest items migrate")
     func deviceSignIn() async throws {

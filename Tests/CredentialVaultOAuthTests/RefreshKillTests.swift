@@ -3,13 +3,14 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// SIGKILL at random points of a refresh against the real server, 200 times
 /// (`VAULT_OAUTH_KILL_ITERATIONS`; .ci/run uses 100 to keep CI within its budget): every next
 /// launch is in a documented state (docs/SESSIONS.md, "A kill during refresh"), and no
 /// launch uses a refresh token the server already rotated without saying so.
-@Suite("OAuth against the real server: SIGKILL during refresh", .enabled(if: OAuthServer.shouldRun))
+@Suite("OAuth against the real server: SIGKILL during refresh", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct RefreshKillTests {
     @Test("Kills at random points of a refresh (200 by default): each next launch is documented, and a dead refresh token is always explained")
     func killDuringRefresh() async throws {

@@ -4,12 +4,13 @@ import CredentialVaultPostgres
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// 8 processes standing for 8 replicas, each with its own connection pool to one PostgreSQL
 /// store, needing a fresh token at the same instant: the real authorization server's records
 /// must show exactly one refresh grant (the advisory lock of `validCredentials(session:)`).
-@Suite("Fleet refresh: PostgreSQL store + the real authorization server",
+@Suite("Fleet refresh: PostgreSQL store + the real authorization server", .blockingWork,
        .enabled(if: OAuthServer.shouldRun && (ProcessInfo.processInfo.environment["VAULT_POSTGRES_URL"] != nil
                                               || ProcessInfo.processInfo.environment["CI"] == "true")))
 struct FleetRefreshTests {

@@ -3,13 +3,14 @@ import CredentialVaultPostgres
 import Foundation
 import Synchronization
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// One session model: the same `SessionManager` over the vault file and over a fleet session in
 /// PostgreSQL, with the same expiry rule (leeway capped at half the token's life, the injected
 /// clock), the same refresh and `client_credentials` behaviour; what a fleet does not have fails
 /// with `.unsupportedOperation`.
-@Suite("One SessionManager over the vault file and a fleet (PostgreSQL)", .enabled(if: PostgresServer.shouldRun))
+@Suite("One SessionManager over the vault file and a fleet (PostgreSQL)", .blockingWork, .enabled(if: PostgresServer.shouldRun))
 struct OneSessionModelTests {
     enum Backend: String, CaseIterable, CustomStringConvertible {
         case file, fleet

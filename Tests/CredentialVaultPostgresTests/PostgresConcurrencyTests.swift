@@ -2,11 +2,12 @@
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// Many writers on separate connection pools (as separate replicas would be), and a server
 /// that goes away and comes back.
-@Suite("PostgreSQL store: concurrent writers and a restarting server", .enabled(if: PostgresServer.shouldRun))
+@Suite("PostgreSQL store: concurrent writers and a restarting server", .blockingWork, .enabled(if: PostgresServer.shouldRun))
 struct PostgresConcurrencyTests {
     @Test("8 clients × 25 writes at once: every write is there, the generation counts each one, verify is clean")
     func noLostUpdate() async throws {
@@ -38,10 +39,10 @@ struct PostgresConcurrencyTests {
         let report = try await check.verify()
         #expect(report.generation == UInt64(clients * writes))
         let distinct = clients * ((writes + 1) / 2)
-        #expect(report.entryCount == distinct + 1)
+        #expect(report.entriesChecked == distinct + 1)
         for index in 0..<clients {
             for write in stride(from: 0, to: writes, by: 2) {
-                #expect(try await check.secret(named: "c\(index)-w\(write)").secret == SecureBytes("v\(index)-\(write)"))
+                #expect(try await check.secret(named: "c\(index)-w\(write)") == SecureBytes("v\(index)-\(write)"))
             }
         }
         for store in stores { await store.close() }
@@ -75,14 +76,14 @@ struct PostgresConcurrencyTests {
         #expect(recovered)
         try await store.add(NewEntry(name: "after", secret: SecureBytes("y")))
         let report = try await store.verify()
-        #expect(report.entryCount == 21)
+        #expect(report.entriesChecked == 21)
         #expect(await errorCode { _ = try await store.secret(named: "during") } == .notFound)
         await store.close()
     }
 }
 
 /// The configuration: URL parsing, where the password comes from, TLS outside loopback.
-@Suite("PostgreSQL store: configuration")
+@Suite("PostgreSQL store: configuration", .blockingWork)
 struct PostgresConfigurationTests {
     @Test("a URL with a password is refused; loopback may be plain, anything else needs TLS")
     func urls() throws {

@@ -2,13 +2,14 @@
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// 8 processes doing mixed writes and reads on one store, SIGKILLed at random for a bounded
 /// time, with the PostgreSQL server restarted in the middle: every acknowledged write is there,
 /// every acknowledged removal is gone, nothing appears that was never written, `verify` is clean,
 /// and work resumes after the restart. The server is the test's own (it is restarted).
-@Suite(.enabled(if: PostgresServer.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"), .serialized)
+@Suite(.blockingWork, .enabled(if: PostgresServer.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"), .serialized)
 struct PostgresKillStressTests {
     /// How long the run lasts: VAULT_PG_STRESS_SECONDS, default 20 (bounded to 5...600).
     static let seconds = min(600, max(5, Double(ProcessInfo.processInfo.environment["VAULT_PG_STRESS_SECONDS"] ?? "") ?? 20))
@@ -100,7 +101,7 @@ struct PostgresKillStressTests {
 
         let store = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
         defer { Task { await store.close() } }
-        let report = try await store.verificationReport()
+        let report = try await store.verify()
         #expect(report.isIntact)
         let present = Set(try await store.list().map(\.name))
         let lost = acknowledgedPuts.subtracting(acknowledgedRemovals).subtracting(attemptedRemovals).subtracting(present)
@@ -111,7 +112,7 @@ struct PostgresKillStressTests {
         #expect(phantoms.isEmpty, "entries nobody wrote: \(phantoms.sorted().prefix(10))")
         #expect(bad == 0, "reads that returned another value")
         for name in present.prefix(200) {
-            #expect(try await store.secret(named: name).secret == SecureBytes("value-of-\(name)"))
+            #expect(try await store.secret(named: name) == SecureBytes("value-of-\(name)"))
         }
         #expect(acknowledgedPuts.count >= 50, "too little work to mean anything: \(acknowledgedPuts.count) acknowledged puts")
         #expect(acknowledgedAfterRestart > 0, "no work resumed after the restart")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
@@ -7,7 +8,7 @@ import VaultCrypto
 /// They must open, with exactly these contents, in every later version. Never regenerate
 /// them: a change that breaks them is a format break and needs a new major version that
 /// still reads these.
-@Suite struct GoldenVaultTests {
+@Suite(.blockingWork) struct GoldenVaultTests {
     struct Expected {
         let owner: String, name: String, kind: EntryKind, label: String?
         let expiresAt: Date?, transferable: Bool, secret: [UInt8]

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
-@Suite struct VaultPermissionTests {
+@Suite(.blockingWork) struct VaultPermissionTests {
     @Test func groupReadableVaultIsRefusedWithAFix() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }

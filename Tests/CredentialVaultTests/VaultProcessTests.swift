@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
 /// Several processes on one vault, and writers killed with SIGKILL mid-write.
-@Suite struct VaultProcessTests {
+@Suite(.blockingWork) struct VaultProcessTests {
     /// Starts `VaultTestWorker` with `arguments`, collecting its stdout.
     final class Worker: @unchecked Sendable {
         // Safe: `output` is only touched under `lock`.

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// What one run of the `vault` binary did.
 struct CLIResult {
@@ -83,6 +84,7 @@ final class RunningCLI: @unchecked Sendable {
 
     /// Waits for the exit, killing the child after `timeout` seconds (recorded as an issue).
     func finish(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) -> CLIResult {
+        BlockingWait.check("waiting for vault \(process.arguments?.first ?? "")", sourceLocation: sourceLocation)
         closeInput()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(2_000) }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// An X server without a screen (Xvfb) on a free display, for the clipboard tests; stopped by PID.
 final class XvfbServer {
@@ -48,7 +49,7 @@ final class XvfbServer {
 }
 
 /// `vault get NAME --clip` under a real X server (Xvfb) with the real xclip.
-@Suite struct ClipboardTests {
+@Suite(.blockingWork) struct ClipboardTests {
     static let secret = "clip-secret-\(UUID().uuidString.prefix(8))"
 
     struct World {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// The generated completion scripts complete values, checked by driving each shell's real
 /// completion (scripts/shell-complete: bash's completion function, zsh's compsys and fish's
@@ -7,7 +8,7 @@ import Testing
 ///
 /// A shell that is not installed fails the test under CI=true (.ci/run installs zsh and
 /// fish) and skips it elsewhere.
-@Suite struct CompletionTests {
+@Suite(.blockingWork) struct CompletionTests {
     static let driver = CLIFixtures.sourceRoot.appendingPathComponent("../../../scripts/shell-complete").standardized.path
 
     /// A sandbox with a vault holding three entries, the completion scripts and `vault` on PATH.

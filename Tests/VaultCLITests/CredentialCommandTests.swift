@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// The credential commands, driven through the built `vault` binary as a user would.
-@Suite struct CredentialCommandTests {
+@Suite(.blockingWork) struct CredentialCommandTests {
     @Test func keygenWritesAPrivate32ByteKeyAndNeverOverwrites() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.cleanUp() }

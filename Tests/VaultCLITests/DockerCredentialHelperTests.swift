@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestScheduling
 import VaultCrypto
 @testable import VaultCLI
 
 /// `docker-credential-vault`, fed exactly what docker's client (docker-credential-helpers'
 /// `client` package) writes: `store` gets the JSON encoding of the credentials with a final
 /// newline, `get` and `erase` the bare server URL, `list` nothing.
-@Suite struct DockerCredentialHelperTests {
+@Suite(.blockingWork) struct DockerCredentialHelperTests {
     struct World {
         let sandbox: CLISandbox
         let key: [String: String]

@@ -5,9 +5,10 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault exec`: secrets in the child's environment only, exit status passed through, signals forwarded.
-@Suite struct ExecCommandTests {
+@Suite(.blockingWork) struct ExecCommandTests {
     static let secret = "exec-secret-\(UUID().uuidString)"
 
     static func vaultWithSecret() throws -> (CLISandbox, [String: String]) {

@@ -5,10 +5,11 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault exec --env-file`, `--mask` and `--file`: references filled in, values hidden in the
 /// command's output, secret files that do not outlive the command.
-@Suite struct ExecReferenceTests {
+@Suite(.blockingWork) struct ExecReferenceTests {
     static let secret = "ref-secret-\(UUID().uuidString)"
     static let other = "other-secret-\(UUID().uuidString)"
 
@@ -198,23 +199,6 @@ import Testing
         if process.isRunning { process.terminate() }
     }
 
-    @Test func maskDoesNotWaitForABackgroundProcessHoldingTheOutput() throws {
-        let (sandbox, key) = try Self.sandbox()
-        defer { sandbox.cleanUp() }
-        let pathFile = sandbox.path("path")
-        let started = Date()
-        // The background process keeps the command's output pipe open (and closes the descriptors
-        // it inherited beyond it, among them the test harness's own, which would hold the harness).
-        let result = try sandbox.run(["exec", "--mask", "--env", "A=api", "--file", "F=api", "--", "sh", "-c",
-                                      "echo \"$F\" > '\(pathFile)'; python3 -c 'import os, time; os.closerange(3, 65536); time.sleep(8); print(\"late\")' & "
-                                        + "echo \"now $A\""], environment: key, timeout: 30)
-        #expect(result.status == 0)
-        #expect(Date().timeIntervalSince(started) < 7, "vault returned once the command ended and its output stopped")
-        #expect(result.stdoutText.hasPrefix("now <concealed by vault>\n"))
-        let path = try String(contentsOfFile: pathFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(!FileManager.default.fileExists(atPath: path))
-    }
-
     @Test func concurrentRunsKeepTheirOwnFolders() throws {
         let (sandbox, key) = try Self.sandbox()
         defer { sandbox.cleanUp() }
@@ -243,5 +227,27 @@ import Testing
         let result = try sandbox.run(["exec", "--env-file", badReference, "--", "true"], environment: key)
         #expect(result.status == 64)
         #expect(result.stderrText.contains("b.env, line 2"))
+    }
+}
+
+extension ExecReferenceTests {
+    /// Wall-clock bounds: run by scripts/test in a process of their own, one at a time (TimingTests).
+    @Suite(.timing, .serialized) struct Timed {
+        @Test func maskDoesNotWaitForABackgroundProcessHoldingTheOutput() throws {
+            let (sandbox, key) = try ExecReferenceTests.sandbox()
+            defer { sandbox.cleanUp() }
+            let pathFile = sandbox.path("path")
+            let started = Date()
+            // The background process keeps the command's output pipe open (and closes the descriptors
+            // it inherited beyond it, among them the test harness's own, which would hold the harness).
+            let result = try sandbox.run(["exec", "--mask", "--env", "A=api", "--file", "F=api", "--", "sh", "-c",
+                                          "echo \"$F\" > '\(pathFile)'; python3 -c 'import os, time; os.closerange(3, 65536); time.sleep(8); print(\"late\")' & "
+                                            + "echo \"now $A\""], environment: key, timeout: 30)
+            #expect(result.status == 0)
+            #expect(Date().timeIntervalSince(started) < 7, "vault returned once the command ended and its output stopped")
+            #expect(result.stdoutText.hasPrefix("now <concealed by vault>\n"))
+            let path = try String(contentsOfFile: pathFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
     }
 }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// Runs programs other than `vault` (git, python3, sh) for the integration tests, each
 /// with a bounded wait: a child still running at the deadline is killed and recorded.
@@ -33,6 +34,7 @@ enum ExternalProcess {
     static func run(_ executable: String, _ arguments: [String], environment: [String: String], stdin: Data = Data(),
                     directory: String? = nil, timeout: Double = 60,
                     sourceLocation: SourceLocation = #_sourceLocation) throws -> CLIResult {
+        BlockingWait.check("waiting for \(executable)", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import VaultCLI
 
 /// The parse without the argument parser's completion-script probe (`CommandParser`): used only when
 /// nothing on the command line can ask the parser for help, the version or a completion script,
 /// and every failure is parsed again the standard way, so what the parser prints is unchanged.
-@Suite struct FastParseTests {
+@Suite(.blockingWork) struct FastParseTests {
     @Test(arguments: [
         (["vault", "get", "api"], false),
         (["vault", "list", "--json"], false),

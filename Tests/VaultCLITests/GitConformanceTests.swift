@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// git's own conformance cases for credential helpers (`t/t0303-credential-external.sh`, which
 /// runs `helper_test` of `t/lib-credential.sh`), one test per case and named after it, against
@@ -7,7 +8,7 @@ import Testing
 /// git ask `GIT_ASKPASS`, a script that answers `askpass-username` / `askpass-password` and
 /// says what it was asked on standard error. Each test sets up the state the earlier cases of
 /// the script leave behind, so each stands alone.
-@Suite struct GitConformanceTests {
+@Suite(.blockingWork) struct GitConformanceTests {
     /// A world with git's askpass script.
     struct Case {
         let world: GitWorld

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import VaultCLI
 
 /// A sandbox with a vault, `git-credential-vault` linked to the built `vault`, and an
@@ -61,7 +62,7 @@ struct GitWorld {
 
 /// The git credential helper: protocol units, `git credential fill/approve/reject` with the
 /// real git, and a real clone and push over HTTP with basic authentication.
-@Suite struct GitCredentialHelperTests {
+@Suite(.blockingWork) struct GitCredentialHelperTests {
     // MARK: Units
 
     @Test func entryNamesRoundTripAndEncodeAwkwardCharacters() throws {

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// The project's git smart-HTTP test server (scripts/git-http-server.py: `git http-backend`
 /// behind Python's http.server, basic authentication) on 127.0.0.1 and a free port;
@@ -16,7 +17,9 @@ final class GitHTTPServer {
 
     /// Starts the server for the repositories under `root`, accepting `user` and `password`;
     /// waits at most 15 s for its "listening PORT" line.
-    init(root: String, user: String, password: String, environment: [String: String]) throws {
+    init(root: String, user: String, password: String, environment: [String: String],
+         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        BlockingWait.check("waiting for the git HTTP server", sourceLocation: sourceLocation)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/git-http-server.py").path
         guard let python = ExternalProcess.find("python3") else { throw CLITestFailure("python3 is needed for the git HTTP server") }

@@ -1,8 +1,9 @@
 import Testing
+import TestScheduling
 @testable import VaultCLI
 
 /// The root discussion (environment, exit statuses, examples) is in the root's help only.
-@Suite struct HelpTextTests {
+@Suite(.blockingWork) struct HelpTextTests {
     @Test func theRootHelpStillCarriesTheExitStatusesAndAnotherCommandsHelpDoesNot() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.cleanUp() }

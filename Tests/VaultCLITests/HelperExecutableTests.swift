@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault` links neither the OAuth client's HTTP stack nor the PostgreSQL driver; the commands
 /// that need them run in `vault-oauth` and `vault-postgres` (docs/ARCHITECTURE.md, "Helper
 /// executables"). These tests read the built binaries and run `vault` without its helpers.
-@Suite struct HelperExecutableTests {
+@Suite(.blockingWork) struct HelperExecutableTests {
     /// The Swift modules whose symbols a binary holds (mangled names start `$s<length><module>`).
     static func linkedModules(_ path: String) throws -> Set<String> {
         let process = Process()

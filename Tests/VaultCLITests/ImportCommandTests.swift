@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault import --from FORMAT SOURCE`: real password stores (gpg and pass from Debian), real
 /// KeePassXC exports (keepassxc-cli from Debian, plus a committed one), Bitwarden's documented JSON
 /// format; one transaction, invalid names stop it, existing names are kept unless --replace.
-@Suite struct ImportCommandTests {
+@Suite(.blockingWork) struct ImportCommandTests {
     static func tool(_ name: String) -> Bool {
         ["/usr/bin/", "/bin/"].contains { FileManager.default.isExecutableFile(atPath: $0 + name) }
     }

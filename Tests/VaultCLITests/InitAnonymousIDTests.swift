@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// The install's anonymous id exists from the first launch: `vault init` makes it (as the
 /// library's `restore()` does on a first launch), and guest mode keeps it.
-@Suite struct InitAnonymousIDTests {
+@Suite(.blockingWork) struct InitAnonymousIDTests {
     @Test func initMakesTheAnonymousIDThatGuestModeKeeps() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

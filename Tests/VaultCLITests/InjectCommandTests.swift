@@ -5,10 +5,11 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault inject -i TEMPLATE [-o OUT]`: placeholders filled, everything else untouched, OUT written
 /// 0600 and atomically, and nothing written on any error.
-@Suite struct InjectCommandTests {
+@Suite(.blockingWork) struct InjectCommandTests {
     static let secret = "inject-secret-\(UUID().uuidString)"
 
     static func sandbox() throws -> (CLISandbox, [String: String]) {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// One invocation derives the key once and asks for a passphrase at most once (the command
 /// context): `vault token` with an expired token and a confidential client reads the session,
@@ -8,7 +9,7 @@ import Testing
 /// scrypt is counted where it happens: an `LD_PRELOAD` library (built here with cc) wraps
 /// libcrypto's `EVP_PBE_scrypt` and appends a line per derivation to a log; nothing in vault
 /// knows about it.
-@Suite(.enabled(if: ScryptCounter.compilerPath != nil, "needs cc to build the counting library"),
+@Suite(.blockingWork, .enabled(if: ScryptCounter.compilerPath != nil, "needs cc to build the counting library"),
        .disabled(if: ProcessInfo.processInfo.environment["VAULT_SANITIZER"] != nil,
                  "an uninstrumented LD_PRELOAD interposer beside a sanitizer's runtime; counted in the plain run"))
 struct KeyDerivationCountTests {

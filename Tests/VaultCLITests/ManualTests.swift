@@ -1,12 +1,13 @@
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 @testable import VaultCLI
 
 /// The man page's own sections (`vault --mdoc-sections`, put in place by scripts/manpages):
 /// the real environment and exit statuses, from the same tables as `vault --help`,
 /// rendered by the system's `man`.
-@Suite struct ManualTests {
+@Suite(.blockingWork) struct ManualTests {
     /// `man -l` output for an mdoc page made of a minimal head and `body`.
     static func render(_ body: String, in sandbox: CLISandbox) throws -> String? {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else {

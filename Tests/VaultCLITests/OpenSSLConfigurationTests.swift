@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// vault initialises libcrypto itself (without its error texts, for start-up time) and must still
 /// honour the system's OpenSSL configuration: an administrator's provider or FIPS policy applies
 /// to vault or makes it fail, never silently not at all.
-@Suite struct OpenSSLConfigurationTests {
+@Suite(.blockingWork) struct OpenSSLConfigurationTests {
     @Test func aPolicyInOpenSSLConfIsHonoured() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

@@ -3,11 +3,12 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 
 /// A new passphrase has a length floor with an explicit override; the passphrase variables
 /// leave the environment at start-up.
-@Suite struct PassphraseHandlingTests {
+@Suite(.blockingWork) struct PassphraseHandlingTests {
     @Test func initAndPasswdRefuseAShortPassphraseUnlessAllowedAndOpeningNeverRefuses() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.cleanUp() }

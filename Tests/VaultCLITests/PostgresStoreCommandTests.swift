@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// The `vault` command on a PostgreSQL store (`--store` / `VAULT_STORE`), against the real server
 /// that scripts/test starts (`VAULT_POSTGRES_URL`). Without one the suite is skipped on a developer
 /// machine and fails under CI=true.
-@Suite(.enabled(if: PostgresCLI.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"), .serialized)
+@Suite(.blockingWork, .enabled(if: PostgresCLI.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"), .serialized)
 struct PostgresStoreCommandTests {
     @Test func entryCommandsWorkOnPostgresThroughTheFlagAndTheEnvironment() throws {
         let (sandbox, key) = try CLISandbox.withVault()

@@ -6,10 +6,11 @@ import Darwin
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 
 /// A read command never writes: `status`, `list`, `get`, `inspect`, `verify` and `token`
 /// leave the file tree exactly as they found it, on a missing vault and on an existing one.
-@Suite struct ReadOnlyCommandTests {
+@Suite(.blockingWork) struct ReadOnlyCommandTests {
     /// Every read command with the exit status it has when there is no vault.
     static let readCommands: [(arguments: [String], missingStatus: Int32)] = [
         (["status"], 0), (["status", "--json"], 0),

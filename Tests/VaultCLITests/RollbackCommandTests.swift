@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// Every `vault` run is a fresh process: the generation it must not go below comes from the
 /// rollback memory under $HOME/.local/state/vault/generations (the sandbox's HOME).
-@Suite struct RollbackCommandTests {
+@Suite(.blockingWork) struct RollbackCommandTests {
     static func copy(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
 
     static func putBack(_ data: Data, at path: String) throws {

@@ -1,9 +1,10 @@
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 
 /// Secrets never appear in argv, in error messages, or in help; help and exit codes are documented.
-@Suite struct SecretHygieneTests {
+@Suite(.blockingWork) struct SecretHygieneTests {
     @Test func secretNeverAppearsInTheCommandLineOfARunningAdd() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

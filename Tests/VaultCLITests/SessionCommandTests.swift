@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// The session commands, driven through the built `vault` binary.
-@Suite struct SessionCommandTests {
+@Suite(.blockingWork) struct SessionCommandTests {
     static func json(_ result: CLIResult) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "not a JSON object: \(result.stdoutText)")
     }

@@ -5,12 +5,13 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// A system service's key from systemd credentials: the shape systemd gives a `User=` service
 /// (root-owned, 0400, an ACL for the service's user) is accepted inside `$CREDENTIALS_DIRECTORY`
 /// only, proven as a non-root user; and a key sealed with the real `systemd-creds encrypt` (under a
 /// host key of the test's own, never the machine's) opens the vault once decrypted.
-@Suite(.serialized) struct SystemdCredentialTests {
+@Suite(.blockingWork, .serialized) struct SystemdCredentialTests {
     static let serviceUID: UInt32 = 65534
 
     static var canSwitchUser: Bool {

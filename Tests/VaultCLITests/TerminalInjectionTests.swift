@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 @testable import VaultCLI
 
 /// Every command that prints untrusted text (a token server's fields and errors, profile
 /// fields, names and labels, JWT contents) is driven with ESC, C1, bidi and OSC 52 payloads;
 /// nothing a terminal could act on may reach standard output or standard error in human mode.
-@Suite struct TerminalInjectionTests {
+@Suite(.blockingWork) struct TerminalInjectionTests {
     /// Writes the clipboard on terminals that honour OSC 52.
     static let osc52 = "\u{1b}]52;c;cHduZWQ=\u{07}"
     static let payload = osc52 + "\u{9b}31m\u{202e}evil\u{2066}"

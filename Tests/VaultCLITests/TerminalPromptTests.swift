@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// Prompts on a real pseudo-terminal (driven by `Fixtures/pty-drive.py`): echo off for
 /// passphrases and secrets, a new passphrase asked twice, `wipe` confirmed by typing.
-@Suite(.enabled(if: TerminalDriver.isAvailable, "needs python3 for its pty module"))
+@Suite(.blockingWork, .enabled(if: TerminalDriver.isAvailable, "needs python3 for its pty module"))
 struct TerminalPromptTests {
     @Test func initAsksTwiceAndRefusesDifferentPassphrases() throws {
         let sandbox = try CLISandbox()

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault upgrade-format` (issue 25, point 8): the explicit step from format 2 to 3.
-@Suite struct UpgradeFormatCommandTests {
+@Suite(.blockingWork) struct UpgradeFormatCommandTests {
     /// The source tree's CredentialVaultTests fixtures (the golden vaults and their key).
     static let goldenFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("CredentialVaultTests/Fixtures")

@@ -5,9 +5,10 @@ import Darwin
 #endif
 import Foundation
 import Testing
+import TestScheduling
 
 /// Vault-wide commands and every error path's exit status, through the built binary.
-@Suite struct VaultCommandTests {
+@Suite(.blockingWork) struct VaultCommandTests {
     @Test func wrongKeyFileExits77() throws {
         let (sandbox, _) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

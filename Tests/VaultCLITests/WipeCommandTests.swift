@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestScheduling
 
 /// `vault wipe` and `--destroy-key-file`; the help says what a wipe cannot erase.
-@Suite struct WipeCommandTests {
+@Suite(.blockingWork) struct WipeCommandTests {
     @Test func destroyKeyFileRemovesTheVaultAndTheKeyFile() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

@@ -6,13 +6,14 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// `vault token` through `vault agent` against the real authorization server: the commands are given
 /// no key at all; the agent holds the vault, `vault-oauth` calls the server and hands the new pair
 /// to the agent; eight at once refresh once; a refresh token the server rejects ends the session
 /// through the agent.
-@Suite("vault token through the agent, against the real server", .enabled(if: OAuthServer.shouldRun), .serialized)
+@Suite("vault token through the agent, against the real server", .blockingWork, .enabled(if: OAuthServer.shouldRun), .serialized)
 struct AgentTokenCLITests {
     /// A session folder with a running agent (socket in a 0700 folder of the session folder).
     final class World: @unchecked Sendable {

@@ -2,9 +2,10 @@ import CredentialVault
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 
 /// `vault token --audience AUD` against the stand-in's RFC 8707 token endpoint.
-@Suite("vault token --audience", .enabled(if: OAuthServer.shouldRun))
+@Suite("vault token --audience", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct AudienceCLITests {
     @Test("a token for another resource, cached until it expires; the session's own token is unchanged")
     func audienceToken() throws {

@@ -3,10 +3,11 @@ import Foundation
 import OAuthServerSupport
 import Testing
 
+import TestScheduling
 /// `vault signin --browser` against the real django-oauth-toolkit server: scripts/test-browser,
 /// set as $BROWSER, logs in through the server's own login and consent pages and follows its
 /// redirect to vault's loopback listener; its switches make the misbehaviours.
-@Suite("vault signin --browser against the real server", .enabled(if: OAuthServer.shouldRun))
+@Suite("vault signin --browser against the real server", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct BrowserSignInCLITests {
     /// What the browser saw at vault's listener: one entry per request.
     struct Visit: Decodable {

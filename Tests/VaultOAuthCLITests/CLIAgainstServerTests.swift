@@ -3,6 +3,7 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// One run of the built `vault` binary.
@@ -14,7 +15,8 @@ struct VaultRun {
 
 /// Runs `vault` with the folder's vault and key file; `onStderr` sees standard error as it comes.
 func vault(_ arguments: [String], folder: SessionFolder, input: Data = Data(), environment: [String: String] = [:],
-           onStderr: (@Sendable (String) -> Void)? = nil) throws -> VaultRun {
+           onStderr: (@Sendable (String) -> Void)? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> VaultRun {
+    BlockingWait.check("waiting for vault \(arguments.first ?? "")", sourceLocation: sourceLocation)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "vault"))
     process.arguments = arguments
@@ -62,7 +64,7 @@ final class OnceFlag: @unchecked Sendable {
     }
 }
 
-@Suite("vault CLI against the real server", .enabled(if: OAuthServer.shouldRun))
+@Suite("vault CLI against the real server", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct CLIAgainstServerTests {
     @Test("signin --device → token (no network while valid) → refresh rotates → signout revokes at the server")
     func deviceLifecycle() async throws {
@@ -168,25 +170,6 @@ struct CLIAgainstServerTests {
         #expect(after.user?.id == "alice")   // kept (signedIn or expired by the 60 s leeway)
     }
 
-    @Test("vault refresh --request-timeout: one deadline for the whole exchange, a trickled body included; exit 69, session kept")
-    func refreshRequestTimeoutCoversTheBody() async throws {
-        let server = try OAuthServer.require()
-        let folder = try SessionFolder()
-        defer { folder.cleanUp() }
-        let tokens = try server.script(["password-grant", server.directory, "read"])
-        #expect(try vault(["signin", "--user-id", "alice"], folder: folder, input: Data(tokens)).status == 0)
-        let trickle = try server.standIn.appendingPathComponent("trickle/token").absoluteString
-        #expect(try vault(["client", "--token-endpoint", trickle, "--client-id", "vault-confidential"], folder: folder).status == 0)
-        let started = ContinuousClock.now
-        let refresh = try vault(["refresh", "--request-timeout", "2s"], folder: folder)
-        let elapsed = ContinuousClock.now - started
-        #expect(refresh.status == 69, "\(refresh.stderr)")
-        #expect(elapsed < .seconds(15), "took \(elapsed): the 28 s body was not cut off")
-        #expect(try vault(["refresh", "--request-timeout", "0s"], folder: folder).status == 64)
-        let after = await (try folder.session()).restore()
-        #expect(after.user?.id == "alice")
-    }
-
     @Test("vault guest while someone is signed in: signed out, and the removed tokens revoked at the server")
     func guestRevokesTheSignedInUsersTokens() async throws {
         let server = try OAuthServer.require()
@@ -209,5 +192,29 @@ struct CLIAgainstServerTests {
         #expect(!guest.stderr.contains(secret.trimmingCharacters(in: .whitespacesAndNewlines)))
         let after = await (try folder.session()).restore()
         #expect(after.name == "guest")
+    }
+}
+
+extension CLIAgainstServerTests {
+    /// Wall-clock bounds: run by scripts/test in a process of their own, one at a time (TimingTests).
+    @Suite(.timing, .serialized) struct Timed {
+        @Test("vault refresh --request-timeout: one deadline for the whole exchange, a trickled body included; exit 69, session kept")
+        func refreshRequestTimeoutCoversTheBody() async throws {
+            let server = try OAuthServer.require()
+            let folder = try SessionFolder()
+            defer { folder.cleanUp() }
+            let tokens = try server.script(["password-grant", server.directory, "read"])
+            #expect(try vault(["signin", "--user-id", "alice"], folder: folder, input: Data(tokens)).status == 0)
+            let trickle = try server.standIn.appendingPathComponent("trickle/token").absoluteString
+            #expect(try vault(["client", "--token-endpoint", trickle, "--client-id", "vault-confidential"], folder: folder).status == 0)
+            let started = ContinuousClock.now
+            let refresh = try vault(["refresh", "--request-timeout", "2s"], folder: folder)
+            let elapsed = ContinuousClock.now - started
+            #expect(refresh.status == 69, "\(refresh.stderr)")
+            #expect(elapsed < .seconds(15), "took \(elapsed): the 28 s body was not cut off")
+            #expect(try vault(["refresh", "--request-timeout", "0s"], folder: folder).status == 64)
+            let after = await (try folder.session()).restore()
+            #expect(after.user?.id == "alice")
+        }
     }
 }

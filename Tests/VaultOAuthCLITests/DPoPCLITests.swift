@@ -2,10 +2,11 @@ import CredentialVault
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 
 /// `vault client --dpop` and `vault token --headers` against a token endpoint and a resource that
 /// check DPoP proofs with jwcrypto (the stand-in's /dpop, started by scripts/oauth-server).
-@Suite("vault token --headers with DPoP", .enabled(if: OAuthServer.shouldRun))
+@Suite("vault token --headers with DPoP", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct DPoPCLITests {
     /// Signs `folder` in with a piped token response.
     func signIn(_ folder: SessionFolder, _ response: String) throws {

@@ -3,12 +3,13 @@ import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// The session commands on a PostgreSQL store (`--store … --session NAME`), through the built
 /// `vault` (which hands them to `vault-postgres`), against the real authorization server and the
 /// real PostgreSQL server: 8 processes needing a fresh token at once → one refresh grant.
-@Suite("Fleet sessions on the command line: PostgreSQL store + the real authorization server",
+@Suite("Fleet sessions on the command line: PostgreSQL store + the real authorization server", .blockingWork,
        .enabled(if: OAuthServer.shouldRun && (ProcessInfo.processInfo.environment["VAULT_POSTGRES_URL"] != nil
                                               || ProcessInfo.processInfo.environment["CI"] == "true")))
 struct FleetSessionCLITests {

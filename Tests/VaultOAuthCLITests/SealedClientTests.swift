@@ -2,12 +2,13 @@ import CredentialVault
 import Foundation
 import OAuthServerSupport
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// What decides where tokens and the client secret go is sealed in the vault: an edited profile
 /// cannot redirect them, an unsealed copy from an earlier version is refused until `vault client
 /// --seal` shows and seals it, and a CA bundle that changed is refused. Against the real server.
-@Suite("The OAuth client configuration is sealed in the vault", .enabled(if: OAuthServer.shouldRun))
+@Suite("The OAuth client configuration is sealed in the vault", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct SealedClientTests {
     /// A folder with a confidential client stored and a session whose access token expires in 1 s.
     func signedIn(_ server: OAuthServer, extra: [String] = []) throws -> SessionFolder {

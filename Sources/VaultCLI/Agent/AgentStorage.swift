@@ -1,6 +1,5 @@
 import CredentialVault
 import Synchronization
-import VaultCrypto
 
 /// The entry commands' storage when a `vault agent` holds the vault unlocked: every operation is a
 /// request to the agent, which holds the key; this process never has it.
@@ -44,7 +43,7 @@ final class AgentStorage: SecretStorage, Sendable {
     }
 
     func readEntry(named name: String, owner: String) async throws -> VaultEntry {
-        try await route({ try client.entry(named: name, owner: owner, directory: directory) },
+        try await route({ try client(reserved: ReservedEntryNames.isReserved(name: name, owner: owner)).entry(named: name, owner: owner, directory: directory) },
                         directly: { try await $0.readEntry(named: name, owner: owner) })
     }
 

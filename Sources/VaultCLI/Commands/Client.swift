@@ -6,7 +6,6 @@ import Glibc
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 extension VaultCommand {
     /// `vault client`: stores the OAuth client configuration that `token`, `refresh` and `signout` use.

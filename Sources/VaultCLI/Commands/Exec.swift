@@ -5,7 +5,6 @@ import Darwin
 #endif
 import ArgumentParser
 import CredentialVault
-import VaultCrypto
 
 extension VaultCommand {
     /// `vault exec [--env VAR=ENTRY] [--env-file FILE] [--file VAR=ENTRY] [--mask] -- COMMAND ARGS…`:

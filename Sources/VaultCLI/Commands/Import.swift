@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import VaultCrypto
 
 extension VaultCommand {
     /// `vault import --from FORMAT SOURCE`: moves entries from another tool into the vault in one transaction.

@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import VaultCrypto
 
 extension VaultCommand {
     /// `vault inject -i TEMPLATE [-o OUT]`: a config file with its `{{ vault://… }}` placeholders filled in.

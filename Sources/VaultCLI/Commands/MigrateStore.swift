@@ -1,7 +1,6 @@
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 extension VaultCommand {
     /// `vault migrate-store --to STORE`: copies every entry of the selected store into another one,

@@ -1,6 +1,5 @@
 import CredentialVault
 import Synchronization
-import VaultCrypto
 
 /// Everything one run of a command shares: what this executable links (the OAuth client, the
 /// PostgreSQL store), the passphrases taken out of the environment at start-up, and, resolved on

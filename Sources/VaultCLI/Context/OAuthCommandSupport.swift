@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// What the OAuth client adds to the command line. `vault-oauth` (Sources/VaultOAuthMain) and
 /// `vault-postgres` link `CredentialVaultOAuth` (async-http-client, SwiftNIO and NIO-SSL's

@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// What the PostgreSQL store adds to the command line. `vault-postgres` (Sources/VaultPostgresMain)
 /// links `CredentialVaultPostgres` and provides it; `vault` does not link it (postgres-nio brings

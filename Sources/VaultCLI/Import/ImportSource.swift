@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import VaultCrypto
 
 /// The formats `vault import --from` reads (a contract: these names are public).
 enum ImportFormat: String, CaseIterable, ExpressibleByArgument, Sendable {

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import VaultCrypto
 
 /// `vault import --from pass FOLDER`: a password store (`~/.password-store`). Every `NAME.gpg` below
 /// the folder is an entry named by its path without `.gpg`; its secret is the whole decrypted file,

@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// `key=value` lines, the format of git's credential protocol and of the secrets the
 /// credential helpers store: values never contain a newline or NUL.

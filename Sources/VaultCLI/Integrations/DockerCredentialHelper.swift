@@ -1,6 +1,5 @@
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// `docker-credential-vault [VAULT OPTIONS] store|get|erase|list`: docker's credential helper
 /// (the protocol of github.com/docker/docker-credential-helpers).

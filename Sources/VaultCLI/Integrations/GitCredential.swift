@@ -1,6 +1,5 @@
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// One credential in git's helper protocol (gitcredentials(7), git-credential(1)): what git
 /// asks for (`get`), hands over (`store`) or rejects (`erase`).

@@ -1,6 +1,5 @@
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// `git-credential-vault [VAULT OPTIONS] get|store|erase`: the git credential helper.
 ///

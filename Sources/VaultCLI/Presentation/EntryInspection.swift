@@ -1,6 +1,5 @@
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// What `vault inspect` shows about an entry: its metadata, expiry, a masked preview and,
 /// for a JWT, its header and claims. Never the whole secret, never a JWT's signature.

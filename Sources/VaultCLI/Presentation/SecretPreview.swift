@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// A masked preview of a secret: its first few characters and an ellipsis, so a person can
 /// tell tokens apart without the secret being shown.

@@ -6,7 +6,6 @@ import Glibc
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// Completes entry names (`vault get <TAB>`) from the vault named on the command line.
 ///

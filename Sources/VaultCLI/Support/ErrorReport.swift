@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// A mistake in how a command was called that shows only when it runs (exit 64).
 struct UsageError: Error, CustomStringConvertible {

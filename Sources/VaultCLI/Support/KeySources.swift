@@ -5,7 +5,6 @@ import Darwin
 #endif
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// Finds the key that opens a vault, or the new one for `vault passwd`. First match wins:
 ///

@@ -1,9 +1,9 @@
+import CredentialVault
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import VaultCrypto
 
 /// `VAULT_PASSPHRASE` and `VAULT_NEW_PASSPHRASE`, taken out of the environment before anything
 /// else runs.

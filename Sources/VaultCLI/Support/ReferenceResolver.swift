@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// Reads the secrets that references name (`vault://NAME?owner=…`), for `exec` and `inject`.
 struct ReferenceResolver {

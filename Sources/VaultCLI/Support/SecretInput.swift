@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// Reads the secret for `vault add` from standard input — never from an argument, where
 /// `/proc/PID/cmdline` and shell history would show it.

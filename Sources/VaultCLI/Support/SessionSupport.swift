@@ -5,7 +5,6 @@ import Glibc
 #endif
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 extension VaultOptions {
     /// True when the vault directory holds neither a vault nor a profile: nothing to read,

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import VaultCrypto
 
 /// Reads and writes on the standard descriptors with `read(2)` / `write(2)`, every result checked.
 ///

@@ -1,5 +1,4 @@
 import CredentialVault
-import VaultCrypto
 
 /// Where a command's vault is: the vault file in a directory (the default), or a store in a
 /// PostgreSQL database, chosen by `--store URL` or `VAULT_STORE` (`--store-name`/`VAULT_STORE_NAME`

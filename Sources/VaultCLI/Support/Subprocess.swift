@@ -5,7 +5,6 @@ import Darwin
 #endif
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 /// Runs a helper program (a clipboard tool, the demo's `vault` steps) with `posix_spawn` and
 /// `waitpid`, every wait bounded. Not Foundation's `Process`: its exit notification needs a run loop that vault's

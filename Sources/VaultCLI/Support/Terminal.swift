@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import VaultCrypto
 
 // The terminal settings to put back if a signal arrives while echo is off.
 // `nonisolated(unsafe)` is safe: both are written on the one thread that prompts, before

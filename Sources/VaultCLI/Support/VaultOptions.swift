@@ -1,6 +1,5 @@
 import ArgumentParser
 import CredentialVault
-import VaultCrypto
 
 /// The options every vault command takes: where the vault is and what opens it.
 ///

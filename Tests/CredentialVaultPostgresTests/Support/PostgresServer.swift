@@ -2,6 +2,7 @@
 import CredentialVault
 import Foundation
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// The real PostgreSQL server that `scripts/postgres-server` started for this test run: its URL
@@ -45,7 +46,8 @@ enum PostgresServer {
 
     /// Runs SQL through psql against `url`; returns its unaligned, tuples-only output.
     @discardableResult
-    static func psql(_ sql: String, url: String? = nil) throws -> String {
+    static func psql(_ sql: String, url: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        BlockingWait.check("waiting for psql", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["psql", try url ?? requireURL(), "-v", "ON_ERROR_STOP=1", "-X", "-q", "-A", "-t", "-c", sql]
@@ -64,7 +66,8 @@ enum PostgresServer {
 
     /// Runs scripts/postgres-server with `arguments`; returns its stdout.
     @discardableResult
-    static func script(_ arguments: [String]) throws -> String {
+    static func script(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        BlockingWait.check("waiting for scripts/postgres-server \(arguments.first ?? "")", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: repositoryRoot + "/scripts/postgres-server")
         process.arguments = arguments

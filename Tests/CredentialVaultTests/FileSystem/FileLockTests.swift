@@ -3,29 +3,10 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 
-@Suite struct FileLockTests {
-    @Test func secondExclusiveLockTimesOutWithBusy() throws {
-        let sandbox = try FileSystemSandbox()
-        defer { sandbox.remove() }
-        let path = sandbox.child("vault.lock")
-        let held = try FileLock.acquire(path: path, mode: .exclusive, timeout: .zero)
-        defer { held.release() }
-        let clock = ContinuousClock()
-        let start = clock.now
-        let error = expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .exclusive, timeout: .milliseconds(100)) }
-        let elapsed = start.duration(to: clock.now)
-        #expect(elapsed >= .milliseconds(100), "waited the whole timeout, took \(elapsed)")
-        #expect(elapsed < .seconds(3), "did not hang, took \(elapsed)")
-        #expect(error?.message == "another process is using the vault")
-        // Issue 26, bug 2: a message an app may show carries no shell command; the path is the
-        // error's, and the CLI adds its own hint (CommandHintTests).
-        #expect(error?.path == path)
-        #expect(error?.fix?.contains("fuser") == false)
-        #expect(error?.topic == .busy)
-    }
-
+@Suite(.blockingWork) struct FileLockTests {
     @Test func sharedLocksCoexistAndExcludeExclusive() throws {
         let sandbox = try FileSystemSandbox()
         defer { sandbox.remove() }
@@ -119,26 +100,6 @@ import Testing
         #expect(try RawFiles.mode(sandbox.child("vault.lock")) == 0o600)
     }
 
-    @Test func lockHeldByChildProcessBlocksUntilTheChildIsKilled() async throws {
-        let sandbox = try FileSystemSandbox()
-        defer { sandbox.remove() }
-        let path = sandbox.child("vault.lock")
-        try FileLock.acquire(path: path, mode: .exclusive, timeout: .zero).release()
-
-        let child = try LockHoldingChild(path: path)
-        defer { child.kill() }
-        try await child.waitUntilHolding(path)
-
-        expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .exclusive, timeout: .milliseconds(150)) }
-        expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .shared, timeout: .milliseconds(20)) }
-
-        child.kill()
-        let clock = ContinuousClock()
-        let start = clock.now
-        let lock = try FileLock.acquire(path: path, mode: .exclusive, timeout: .seconds(2))
-        #expect(start.duration(to: clock.now) < .milliseconds(500), "a killed holder releases at once")
-        lock.release()
-    }
 }
 
 /// A separate process that takes an exclusive flock on a file and sleeps (10 minutes: long
@@ -224,5 +185,51 @@ final class LockWaiter: @unchecked Sendable {
         private var value = false
         func set() { lock.lock(); value = true; lock.unlock() }
         var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+    }
+}
+
+extension FileLockTests {
+    /// Wall-clock bounds on lock waits: run by scripts/test in a process of their own (TimingTests).
+    @Suite(.timing, .serialized) struct Timed {
+        @Test func secondExclusiveLockTimesOutWithBusy() throws {
+            let sandbox = try FileSystemSandbox()
+            defer { sandbox.remove() }
+            let path = sandbox.child("vault.lock")
+            let held = try FileLock.acquire(path: path, mode: .exclusive, timeout: .zero)
+            defer { held.release() }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .exclusive, timeout: .milliseconds(100)) }
+            let elapsed = start.duration(to: clock.now)
+            #expect(elapsed >= .milliseconds(100), "waited the whole timeout, took \(elapsed)")
+            #expect(elapsed < .seconds(3), "did not hang, took \(elapsed)")
+            #expect(error?.message == "another process is using the vault")
+            // Issue 26, bug 2: a message an app may show carries no shell command; the path is the
+            // error's, and the CLI adds its own hint (CommandHintTests).
+            #expect(error?.path == path)
+            #expect(error?.fix?.contains("fuser") == false)
+            #expect(error?.topic == .busy)
+        }
+
+        @Test func lockHeldByChildProcessBlocksUntilTheChildIsKilled() async throws {
+            let sandbox = try FileSystemSandbox()
+            defer { sandbox.remove() }
+            let path = sandbox.child("vault.lock")
+            try FileLock.acquire(path: path, mode: .exclusive, timeout: .zero).release()
+
+            let child = try LockHoldingChild(path: path)
+            defer { child.kill() }
+            try await child.waitUntilHolding(path)
+
+            expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .exclusive, timeout: .milliseconds(150)) }
+            expectFileSystemError(.busy) { try FileLock.acquire(path: path, mode: .shared, timeout: .milliseconds(20)) }
+
+            child.kill()
+            let clock = ContinuousClock()
+            let start = clock.now
+            let lock = try FileLock.acquire(path: path, mode: .exclusive, timeout: .seconds(2))
+            #expect(start.duration(to: clock.now) < .milliseconds(500), "a killed holder releases at once")
+            lock.release()
+        }
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 
 /// `DotEnvFile` reads what python-dotenv reads: the corpus's expected values were written by the
 /// real python-dotenv 1.2.2 (`dotenv_values(path, interpolate=False)`), and scripts/test runs
 /// `dotenvCorpusMatchesThePythonDotenvInstalledHere` against the python-dotenv installed in CI.
-@Suite("DotEnvFile")
+@Suite("DotEnvFile", .blockingWork)
 struct DotEnvFileTests {
     private static func fixture(_ name: String) throws -> Data {
         let root = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil))

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
-@Suite struct RefreshTests {
+@Suite(.blockingWork) struct RefreshTests {
     @Test func validCredentialsAreReturnedWithoutRefreshing() async throws {
         let fixture = try SessionFixture()
         defer { fixture.cleanUp() }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
@@ -24,13 +25,15 @@ struct RefreshWaitTests {
         defer { fixture.cleanUp() }
         try await first.signIn(user: User(id: "u1"), credentials: fixture.credentials(expiresIn: 10))
         let fresh = fixture.credentials(expiresIn: 3600, access: "access-2")
+        let holding = Checkpoint()
         let refreshing = Task {
             try await first.validCredentials { _ in
+                holding.reach()   // the session lock is held from here until the refresher returns
                 try await Task.sleep(for: .milliseconds(1500))
                 return fresh
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await holding.wait(), "the first manager began its refresh")
         let waited: Result<Credentials, any Error>
         do {
             waited = .success(try await second.validCredentials(minTTL: .zero, refreshLockWait: refreshLockWait) { _ in

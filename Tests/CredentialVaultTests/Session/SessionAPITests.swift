@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
@@ -364,7 +365,7 @@ func eventually(within seconds: Double = 5, _ condition: @Sendable () async -> B
 /// An unlock (scrypt) runs off Swift's cooperative pool, so the app's other tasks keep
 /// running meanwhile. Measured in a worker process of its own (the test runner's parallel
 /// tests would otherwise share the pool being measured).
-@Suite struct CooperativePoolTests {
+@Suite(.blockingWork) struct CooperativePoolTests {
     @Test func aConcurrentTaskKeepsTickingDuringUnlocks() throws {
         let temp = try TemporaryDirectory("vault-pool")
         defer { temp.cleanUp() }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
@@ -77,19 +78,22 @@ import VaultCrypto
         configuration.rollbackMemory = .disabled
         let m = SessionManager(directory: fixture.directory, key: try fixture.key(), configuration: configuration)
         try await m.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10))
+        let refreshing = Checkpoint(), refreshed = Checkpoint()
         let refresh = Task {
             try await m.validCredentials { _ in
+                refreshing.reach()
+                // Longer than the lock timeout: a sign-out that only waited for the lock would fail.
                 try await Task.sleep(for: .seconds(2))
+                refreshed.reach()
                 return Credentials(accessToken: secret("a2"), expiresAt: clock.now.addingTimeInterval(3600))
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let start = ContinuousClock.now
+        #expect(try await refreshing.wait(), "the refresh began")
         var outcome = "ok"
         do { try await m.signOut() } catch let e as VaultError { outcome = "\(e.code)" }
+        #expect(refreshed.isReached, "the sign-out returned after the refresh, not before")
         _ = try? await refresh.value
         #expect(outcome == "ok")
-        #expect(ContinuousClock.now - start < .seconds(10))
         #expect(await m.restore().name == "guest")
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
 /// Every half-written combination a crash can leave, and a real SIGKILL mid-migration.
-@Suite struct SessionRecoveryTests {
+@Suite(.blockingWork) struct SessionRecoveryTests {
     static func prepareGuest(_ fixture: SessionFixture, items: Int) async throws -> String {
         let session = try fixture.session()
         guard case let .guest(anonymousID) = await session.restore() else { throw TestFailure("not guest") }

@@ -2,6 +2,7 @@ import CredentialVault
 import CredentialVaultOAuth
 import Foundation
 import Testing
+import TestScheduling
 import VaultCrypto
 
 /// Test support shared by the OAuth suites (CredentialVaultOAuthTests, VaultOAuthCLITests,
@@ -72,7 +73,9 @@ package struct OAuthServer: Sendable {
     }
 
     /// Runs scripts/oauth-server with `arguments`, `input` on stdin; returns stdout.
-    package func script(_ arguments: [String], input: SecureBytes? = nil) throws -> [UInt8] {
+    package func script(_ arguments: [String], input: SecureBytes? = nil,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws -> [UInt8] {
+        BlockingWait.check("waiting for scripts/oauth-server \(arguments.first ?? "")", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.repositoryRoot + "/scripts/oauth-server")
         process.arguments = arguments

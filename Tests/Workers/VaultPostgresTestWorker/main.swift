@@ -113,7 +113,7 @@ func stress(url: String, storeName: String, keyFile: String, prefix: String, sec
                 announce("rm \(name)")
             } else {
                 let name = live[Int.random(in: 0..<live.count, using: &generator)]
-                let entry = try await store.secret(named: name)
+                let entry = try await store.entry(named: name)
                 if entry.secret != SecureBytes(copying: Array("value-of-\(name)".utf8)) { announce("bad \(name)") }
             }
         } catch let error as VaultError {

@@ -4,8 +4,9 @@ import TestScheduling
 @testable import CredentialVault
 import VaultCrypto
 
-/// A header whose scrypt cost was raised is "suspicious parameters", refused before scrypt runs,
-/// not a slow "wrong key"; once a vault was opened here, its remembered parameters are the ceiling.
+/// A header whose scrypt cost was raised above what this build writes is "suspicious parameters",
+/// refused before scrypt runs, not a slow "wrong key"; this machine's rollback record (unauthenticated
+/// before the key is derived) neither raises nor lowers that ceiling.
 @Suite struct KDFCostTests {
     static func fixChecksum(_ bytes: inout [UInt8]) throws {
         let layout = try #require(HeaderLayout.forMajor(bytes[8]))
@@ -45,7 +46,7 @@ import VaultCrypto
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: temp.child("v/secrets.vault")))) == bytes, "nothing written")
     }
 
-    @Test func theRememberedParametersAreTheCeilingAndAcceptingRunsTheKDF() throws {
+    @Test func aRaisedCostIsRefusedEvenWithARecordAndAcceptingRunsTheKDF() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }
         var options = SecretStore.Options.testing()   // KDF policy: writes logN 10, accepts 10...12
@@ -61,7 +62,7 @@ import VaultCrypto
         let error = expectVaultError(.suspiciousKDFParameters) {
             try SecretStore.open(in: temp.child("v"), key: try Fixtures.passphrase(), options: options)
         }
-        #expect(error?.message.contains("this machine remembers") == true)
+        #expect(error?.message.contains("more than logN 10 this build writes") == true)
         // --accept-rollback is about generations: it does not let a raised cost through.
         var rollingBack = options
         rollingBack.acceptRollback = true

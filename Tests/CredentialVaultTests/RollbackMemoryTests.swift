@@ -119,6 +119,31 @@ import VaultCrypto
         #expect(replaced.generation == reopened.generation)
     }
 
+    /// Issue 36 point 11: a record forged in the state folder (zero MAC) that claims a scrypt cost
+    /// below the policy's floor, for an ordinary standard-policy passphrase vault (logN 17), does not
+    /// block it: the vault opens without `acceptsRaisedKDFCost`, and the record is replaced.
+    @Test func aForgedRecordClaimingALowerCostDoesNotBlockThePassphraseVault() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let directory = temp.child("v"), memory = temp.child("memory")
+        try KDFCostTests.install(Array(try Fixtures.data("golden/v2-passphrase-logn17.vault")), in: directory)
+        var options = SecretStore.Options()   // the standard policy: writes and accepts logN 17 at least
+        options.rollbackMemory = .directory(memory)
+        let store = try SecretStore.open(in: directory, key: try Fixtures.passphrase(), options: options)
+        let path = memory + "/" + store.vaultID + ".generation"
+        var record = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        // The record: magic (8), version (1), vault id (16), generation (8), kind (1), logN at 34, then r, p, MAC (32).
+        #expect(record[33] == KeySlotKind.scrypt.rawValue && record[34] == 17)
+        record[34] = 16
+        record.replaceSubrange((record.count - 32)..., with: [UInt8](repeating: 0, count: 32))
+        try Data(record).write(to: URL(fileURLWithPath: path))
+
+        let reopened = try SecretStore.open(in: directory, key: try Fixtures.passphrase(), options: options)
+        #expect(reopened.generation == store.generation)
+        let replaced = try #require(RollbackRecord.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))))
+        #expect(replaced.scrypt.logN == 17, "the forged record was replaced by an authentic one")
+    }
+
     @Test func aVersion1CopyIsRefusedOnceTheVaultMovedToVersion2() throws {
         let world = try Self.makeWorld()
         defer { world.temp.cleanUp() }

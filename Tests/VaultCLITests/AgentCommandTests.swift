@@ -459,23 +459,8 @@ import TestScheduling
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: folder + "/agent.sock"), Date() < deadline { usleep(10_000) }
         let keyFile = try #require(key["VAULT_KEY_FILE"])
-        let scanner = """
-            import re, sys
-            pid, needle, count = int(sys.argv[1]), open(sys.argv[2], "rb").read(), 0
-            with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-                for line in maps:
-                    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\\S+)", line)
-                    start, end = int(m.group(1), 16), int(m.group(2), 16)
-                    if "r" not in m.group(3) or end - start > 1 << 30: continue
-                    try:
-                        mem.seek(start); count += mem.read(end - start).count(needle)
-                    except OSError: pass
-            print(count)
-            """
         func copiesOfTheKey() throws -> Int {
-            let run = try ExternalProcess.run("/usr/bin/env", ["python3", "-c", scanner, String(agent.pid), keyFile],
-                                              environment: sandbox.environment, stdin: Data(), timeout: 60)
-            return Int(run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            try ProcessMemoryScan.copies(ofContentsOf: keyFile, in: agent.pid, environment: sandbox.environment)
         }
         #expect(try copiesOfTheKey() == 0)
         #expect(try sandbox.run(["unlock"], environment: environment.merging(key) { _, new in new }).status == 0)

@@ -102,4 +102,35 @@ import TestScheduling
         #expect(noKey.status == 64)
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
+
+    /// While the command runs, the waiting vault holds no copy of a secret it put in the command's
+    /// environment (`--env`, `--env-file`), as with `--file`; with `--mask` it keeps them (the
+    /// control: the scan finds them). Read as root through /proc/PID/mem.
+    @Test(.enabled(if: geteuid() == 0), arguments: ["--env", "--env-file", "--file", "--mask"])
+    func theWaitingVaultKeepsNoCopyOfTheSecrets(mode: String) throws {
+        let (sandbox, key) = try Self.vaultWithSecret()
+        defer { sandbox.cleanUp() }
+        let needle = sandbox.privateFile("needle", Self.secret)
+        let runtime = sandbox.path("runtime")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let ready = sandbox.path("ready")
+        let sources: [String] = switch mode {
+        case "--env-file": ["--env-file", sandbox.privateFile("app.env", "API_TOKEN=vault://api\nOTHER=plain\n")]
+        case "--file": ["--file", "API_TOKEN=api"]
+        case "--mask": ["--env", "API_TOKEN=api", "--mask"]
+        default: ["--env", "API_TOKEN=api"]
+        }
+        let running = try sandbox.start(["exec"] + sources + ["--", "sh", "-c", ": > '\(ready)'; exec sleep 60"],
+                                        environment: key.merging(["XDG_RUNTIME_DIR": runtime]) { _, new in new })
+        defer { kill(running.pid, SIGTERM); _ = running.finish(timeout: 20) }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: ready), Date() < deadline { usleep(10_000) }
+        #expect(FileManager.default.fileExists(atPath: ready), "the command started")
+        let copies = try ProcessMemoryScan.copies(ofContentsOf: needle, in: running.pid, environment: sandbox.environment)
+        if mode == "--mask" {
+            #expect(copies > 0, "the control: --mask keeps the secret to mask it, and the scan finds it")
+        } else {
+            #expect(copies == 0, "\(mode): the waiting vault still holds \(copies) cop\(copies == 1 ? "y" : "ies") of the secret")
+        }
+    }
 }

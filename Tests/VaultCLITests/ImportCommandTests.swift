@@ -58,17 +58,9 @@ import TestScheduling
     func aRealPasswordStoreIsImportedAsPassShowPrintsIt() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
-        let gnupg = sandbox.path("gnupg"), store = sandbox.path("store")
-        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        var environment = sandbox.environment.merging(key) { _, new in new }
-        environment["GNUPGHOME"] = gnupg
-        environment["PASSWORD_STORE_DIR"] = store
+        let store = sandbox.path("store")
+        let environment = try Self.passStore(sandbox, key)
         defer { _ = try? Self.shell(["gpgconf", "--kill", "gpg-agent"], environment: environment) }
-        let (generated, _) = try Self.shell(["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
-                                             "--quick-gen-key", "Vault Test <vault-test@example.test>", "future-default", "default", "never"],
-                                            environment: environment)
-        try #require(generated == 0, "gpg made a key")
-        try #require(try Self.shell(["pass", "init", "vault-test@example.test"], environment: environment).0 == 0)
         let entries = [("github.com", "gh-token-1\n"), ("Email/work", "p@ss word\nuser: me@example.test\nurl: https://mail.test\n"),
                        ("deep/a/b/c", "no newline at the end")]
         for (name, secret) in entries {
@@ -95,6 +87,61 @@ import TestScheduling
         #expect(again.status == 0)
         #expect(again.stderrText.contains("Skipped 'github.com': already in the vault"))
         #expect(try sandbox.run(["get", "later"], environment: environment).stdoutText == "later-secret")
+    }
+
+    /// A gpg home with a key without passphrase and a password store (`sandbox.path("store")`) for it;
+    /// returns the environment that uses them (stop its gpg-agent with `gpgconf --kill gpg-agent`).
+    static func passStore(_ sandbox: CLISandbox, _ key: [String: String]) throws -> [String: String] {
+        let gnupg = sandbox.path("gnupg")
+        try FileManager.default.createDirectory(atPath: gnupg, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        var environment = sandbox.environment.merging(key) { _, new in new }
+        environment["GNUPGHOME"] = gnupg
+        environment["PASSWORD_STORE_DIR"] = sandbox.path("store")
+        let (generated, _) = try Self.shell(["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
+                                             "--quick-gen-key", "Vault Test <vault-test@example.test>", "future-default", "default", "never"],
+                                            environment: environment)
+        guard generated == 0, try Self.shell(["pass", "init", "vault-test@example.test"], environment: environment).0 == 0 else {
+            throw CLITestFailure("gpg could not make a key, or pass could not start a store")
+        }
+        return environment
+    }
+
+    /// Issue 36 point 13: an entry that decrypts to more than 1 MiB (a large file, or a small
+    /// compression bomb) is refused at once, gpg ended (not left blocked on its full pipe for the
+    /// 300 s timeout); the import stops (64, nothing written), or with --skip-invalid goes on.
+    @Test(.enabled(if: ImportCommandTests.hasPass))
+    func anOversizedOrBombEntryIsRefusedAtOnceAndGpgEnded() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let store = sandbox.path("store")
+        let environment = try Self.passStore(sandbox, key)
+        defer { _ = try? Self.shell(["gpgconf", "--kill", "gpg-agent"], environment: environment) }
+        var random = [UInt8](repeating: 0, count: 3 << 19)   // 1.5 MiB that does not compress
+        for index in random.indices { random[index] = UInt8(ascii: "a") + UInt8.random(in: 0..<26) }
+        for (name, secret) in [("big", String(decoding: random, as: UTF8.self)), ("small", "fine")] {
+            try #require(try Self.shell(["pass", "insert", "-m", name], stdin: secret, environment: environment).0 == 0)
+        }
+        // pass itself never compresses (--compress-algo=none); a bomb is a file gpg compressed.
+        let bomb = ["gpg", "--batch", "--yes", "--trust-model", "always", "--compress-algo", "zlib", "--compress-level", "9",
+                    "-e", "-r", "vault-test@example.test", "-o", store + "/bomb.gpg"]
+        try #require(try Self.shell(bomb, stdin: String(repeating: "0", count: 32 << 20), environment: environment).0 == 0)
+        let bombSize = try #require(try FileManager.default.attributesOfItem(atPath: store + "/bomb.gpg")[.size] as? Int)
+        #expect(bombSize < 1 << 20, "the bomb is small on disk (\(bombSize) bytes)")
+
+        // Before: vault stopped reading at 1 MiB and waited for gpg, blocked on the pipe, until 300 s.
+        let stopped = try sandbox.run(["import", "--from", "pass", store, "--json"], environment: environment, timeout: 120)
+        #expect(stopped.status == 64, "\(stopped.stderrText)")
+        #expect(stopped.stderrText.contains("big: it decrypts to more than 1048576 bytes"), "\(stopped.stderrText)")
+        #expect(stopped.stderrText.contains("bomb: it decrypts to more than 1048576 bytes"), "\(stopped.stderrText)")
+        #expect(try Self.listJSON(sandbox, key).isEmpty, "nothing was written")
+
+        let skipped = try sandbox.run(["import", "--from", "pass", store, "--skip-invalid"], environment: environment, timeout: 120)
+        #expect(skipped.status == 0, "\(skipped.stderrText)")
+        #expect(try Self.listJSON(sandbox, key).compactMap { $0["name"] as? String } == ["small"])
+        #expect(try sandbox.run(["get", "small"], environment: environment).stdoutText == "fine")
+        // No gpg of the import is left running.
+        let gpgs = try Self.shell(["pgrep", "-f", "gpg -d --quiet --yes --compress-algo=none --no-encrypt-to -- " + store], environment: environment)
+        #expect(gpgs.1.isEmpty, "a gpg is still running: \(String(decoding: gpgs.1, as: UTF8.self))")
     }
 
     @Test(.enabled(if: ImportCommandTests.hasPass))

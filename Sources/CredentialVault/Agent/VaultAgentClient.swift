@@ -21,9 +21,20 @@ public struct VaultAgentClient: Sendable {
     /// How long an unlock may take (it derives a key from a passphrase).
     private static let unlockTimeout = Duration.seconds(120)
 
+    /// Whether every request says it is the session's own (`ReservedEntryNames.agentMarker`).
+    private var marksSessionRequests = false
+
     /// A client for the agent at `socketPath`.
     public init(socketPath: String) {
         self.socketPath = socketPath
+    }
+
+    /// This client for the session's own reads and writes of its reserved entries (`session.*`),
+    /// which the agent refuses to unmarked requests (`ReservedEntryNames`).
+    package func forSession() -> VaultAgentClient {
+        var client = self
+        client.marksSessionRequests = true
+        return client
     }
 
     /// The client for the user's agent, when one is configured and its socket is there; nil when
@@ -145,6 +156,11 @@ public struct VaultAgentClient: Sendable {
 
     /// Sends one request and returns the answer; an error answer is thrown as the `VaultError` it names.
     package func request(_ header: JSONValue, secrets: [SecureBytes] = [], timeout: Duration = requestTimeout) throws -> AgentMessage {
+        var header = header
+        if marksSessionRequests, case .object(var members) = header {
+            members[ReservedEntryNames.agentMarker] = true
+            header = .object(members)
+        }
         let descriptor = try connect()
         defer { _ = close(descriptor) }
         let deadline = ContinuousClock.now + timeout

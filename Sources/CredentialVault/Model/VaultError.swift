@@ -29,8 +29,7 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
         /// The file's KDF parameters are outside the compiled-in policy.
         public static let kdfOutsidePolicy = Code(rawValue: "kdfOutsidePolicy")
-        /// The file asks for a KDF cost above what this build writes, or above what this machine
-        /// remembers for the vault, without a key change made here: refused before the KDF runs.
+        /// The file asks for a KDF cost above what this build writes: refused before the KDF runs.
         public static let suspiciousKDFParameters = Code(rawValue: "suspiciousKDFParameters")
         /// The file is older than a generation this store has already seen.
         public static let rollbackDetected = Code(rawValue: "rollbackDetected")

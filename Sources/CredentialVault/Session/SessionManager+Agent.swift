@@ -20,7 +20,7 @@ extension SessionManager {
     /// Creates a session over `directory` whose vault `agent` holds unlocked.
     /// - Throws: `.notFound` when the directory does not exist.
     package init(directory: String, agent: VaultAgentClient, configuration: SessionConfiguration = SessionConfiguration()) throws {
-        let binding = AgentBinding(client: agent, directory: try VaultAgentClient.canonical(directory))
+        let binding = AgentBinding(client: agent.forSession(), directory: try VaultAgentClient.canonical(directory))
         self.init(directory: directory, key: nil, store: nil, fleet: nil, agent: binding, configuration: configuration)
     }
 

@@ -34,11 +34,10 @@ public final class SecretStore: Sendable {
         /// Accept a vault file older than the remembered generation (a backup restored on purpose);
         /// the memory is then reset to it. It does not accept a raised KDF cost: see `acceptsRaisedKDFCost`.
         public var acceptRollback: Bool
-        /// Open a passphrase vault whose scrypt cost is above what this build writes (or above what
-        /// this machine remembers for it, when that is lower), running the KDF at that cost (up to
-        /// a GiB and seconds per open). Off by default: such a header is refused before scrypt runs
-        /// (`.suspiciousKDFParameters`). A remembered record never raises the ceiling: it cannot be
-        /// authenticated before the key is derived, so it can only lower it.
+        /// Open a passphrase vault whose scrypt cost is above what this build writes, running the
+        /// KDF at that cost (up to a GiB and seconds per open). Off by default: such a header is
+        /// refused before scrypt runs (`.suspiciousKDFParameters`). This machine's rollback record
+        /// plays no part: it cannot be authenticated before the key is derived.
         public var acceptsRaisedKDFCost: Bool
         /// The KDF policy. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy
@@ -512,11 +511,6 @@ public final class SecretStore: Sendable {
     private func decode(_ file: [UInt8], state: inout State) throws -> (VaultImage, DataKeys, SymmetricKey) {
         let key = state.key
         let policy = options.kdfPolicy
-        // The cost check needs the vault id (for the remembered parameters) before any KDF work.
-        let header = try VaultFileHeader.parse(file, path: vaultPath)
-        let remembered = records.read(vaultID: header.vaultID).flatMap { record in
-            record.slotKind == KeySlotKind.scrypt.rawValue ? record.scrypt : nil
-        }
         let acceptRaisedCost = options.acceptsRaisedKDFCost
         var kekCache = state.kekCache
         var dataKeysCache = state.dataKeysCache
@@ -527,7 +521,7 @@ public final class SecretStore: Sendable {
                 if let cached = kekCache[cacheKey] { return cached }
                 if slot.kind == .scrypt, key.slotKind == .scrypt {
                     try policy.check(slot.scrypt, path: vaultPath)
-                    if !acceptRaisedCost { try policy.checkCost(slot.scrypt, remembered: remembered, path: vaultPath) }
+                    if !acceptRaisedCost { try policy.checkCost(slot.scrypt, path: vaultPath) }
                 }
                 let kek = try KeyHierarchy.deriveKEK(key: key, kind: slot.kind, parameters: slot.scrypt, salt: slot.salt,
                                                      policy: policy, path: vaultPath)

@@ -42,19 +42,26 @@ final class AgentStorage: SecretStorage, Sendable {
         try await route({ try client.list(directory: directory, owner: owner) }, directly: { try await $0.listEntries(owner: owner) })
     }
 
+    // The CLI's own reads and writes of the session's entries (the OAuth client, its secret and DPoP
+    // key) are the session's: marked so (the entry commands refuse these names before they get here).
     func readEntry(named name: String, owner: String) async throws -> VaultEntry {
-        try await route({ try client(reserved: ReservedEntryNames.isReserved(name: name, owner: owner)).entry(named: name, owner: owner, directory: directory) },
+        try await route({ try client(for: [(name, owner)]).entry(named: name, owner: owner, directory: directory) },
                         directly: { try await $0.readEntry(named: name, owner: owner) })
     }
 
     func storeEntries(_ entries: [NewEntry], replace: Bool) async throws -> [EntryMetadata] {
-        try await route({ try client.store(entries, replace: replace, directory: directory) },
+        try await route({ try client(for: entries.map { ($0.name, $0.owner) }).store(entries, replace: replace, directory: directory) },
                         directly: { try await $0.storeEntries(entries, replace: replace) })
     }
 
     func removeEntry(named name: String, owner: String) async throws {
-        try await route({ try client.remove(named: name, owner: owner, directory: directory) },
+        try await route({ try client(for: [(name, owner)]).remove(named: name, owner: owner, directory: directory) },
                         directly: { try await $0.removeEntry(named: name, owner: owner) })
+    }
+
+    /// The client, marked as the session's when `entries` are the session's.
+    private func client(for entries: [(name: String, owner: String)]) -> VaultAgentClient {
+        entries.contains { ReservedEntryNames.isReserved(name: $0.name, owner: $0.owner) } ? client.forSession() : client
     }
 
     func verifyAll() async throws -> VerificationReport {

@@ -59,6 +59,7 @@ extension VaultCommand {
         }
 
         func run(_ context: CommandContext) async throws {
+            try ReservedEntryNames.check(name: name, owner: owner, for: .store)
             if guest { try options.requireFileStore() }
             let storage = try await context.openEntryStorage(options)
             let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner

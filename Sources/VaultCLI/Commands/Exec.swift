@@ -87,8 +87,14 @@ extension VaultCommand {
                 }
             }
             prepared.secretValues = []
-            let pid = try ChildProcess.spawn(command, secrets: prepared.assignments,
+            let pid: pid_t
+            do {
+                // The secrets' last references go with the spawn (which consumes its copy), so
+                // their buffers are wiped now, not kept alive in `prepared` while vault waits.
+                defer { prepared = Prepared() }
+                pid = try ChildProcess.spawn(command, secrets: prepared.assignments,
                                              standardOutput: masking?.outputWriter, standardError: masking?.errorWriter)
+            }
             // Nothing of the vault stays in this process while it waits: the store, its keys and
             // the key are released (zeroised) now. With --mask only the values to mask stay.
             await context.close()

@@ -37,6 +37,7 @@ extension VaultCommand {
         }
 
         func run(_ context: CommandContext) async throws {
+            try ReservedEntryNames.check(name: name, owner: owner, for: .read)
             // Find the clipboard before opening the vault: without one, fail before any passphrase is asked for.
             let clipboard = clip ? try Clipboard.find() : nil
             let secret = try await context.openEntryStorage(options).readEntry(named: name, owner: owner).secret

@@ -126,6 +126,7 @@ struct ImportPlan {
             do {
                 if let reason = candidate.invalidReason { throw VaultError(.invalidInput, reason) }
                 try EntryValidation.checkName(candidate.name)
+                try ReservedEntryNames.check(name: candidate.name, for: .store)
                 try EntryValidation.checkLabel(candidate.label)
                 if checkSecrets { try EntryValidation.checkSecret(byteCount: candidate.secret.count) }
                 toImport.append(candidate)

@@ -18,6 +18,7 @@ extension VaultCommand {
         var owner = ""
 
         func run(_ context: CommandContext) async throws {
+            try ReservedEntryNames.check(name: name, owner: owner, for: .remove)
             try await context.openEntryStorage(options).removeEntry(named: name, owner: owner)
             ErrorReport.note("Removed '\(TerminalText.escaped(name))'.")
         }

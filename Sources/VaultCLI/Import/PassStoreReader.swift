@@ -20,8 +20,11 @@ enum PassStoreReader {
         var source = ImportSource()
         for relative in files.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let name = String(relative.dropLast(".gpg".count))
-            let secret = decrypt ? try decryptFile(PathText.joining(folder, relative), name: name) : SecureBytes(copying: [UInt8]())
-            source.candidates.append(.init(name: name, secret: secret, label: nil))
+            guard decrypt else {
+                source.candidates.append(.init(name: name, secret: SecureBytes(copying: [UInt8]()), label: nil))
+                continue
+            }
+            source.candidates.append(try decryptFile(PathText.joining(folder, relative), name: name))
         }
         return source
     }
@@ -52,12 +55,19 @@ enum PassStoreReader {
         }
     }
 
-    /// Decrypts one file with `gpg -d`, the way `pass show` calls it.
-    private static func decryptFile(_ path: String, name: String) throws -> SecureBytes {
+    /// Decrypts one file with `gpg -d`, the way `pass show` calls it. A file that decrypts to more
+    /// than a secret may hold (a large file, a compression bomb) is an invalid candidate at once:
+    /// gpg is killed as soon as its output passes the limit, not left blocked until the timeout.
+    private static func decryptFile(_ path: String, name: String) throws -> ImportSource.Candidate {
         // The agent's terminal pinentry needs the terminal's name; pass exports it the same way.
         if getenv("GPG_TTY") == nil, isatty(0) == 1, let tty = ttyname(0) { setenv("GPG_TTY", tty, 0) }
         let result = Subprocess.run(["gpg", "-d", "--quiet", "--yes", "--compress-algo=none", "--no-encrypt-to", "--", path],
                                     captureOutput: true, captureErrors: true, timeout: 300)
+        if result.outputTooLarge {
+            return .init(name: name, secret: SecureBytes(copying: [UInt8]()), label: nil,
+                         invalidReason: "it decrypts to more than \(VaultLimits.maximumSecretBytes) bytes (1 MiB), the limit of a secret; "
+                             + "gpg was stopped")
+        }
         guard result.status == 0, let output = result.output else {
             if result.status == 127 {
                 throw VaultError(.notFound, "gpg is not installed, and a password store is read with it", fix: "install gnupg")
@@ -66,6 +76,6 @@ enum PassStoreReader {
             throw VaultError(.wrongKey, "gpg could not decrypt '\(TerminalText.escaped(name))': \(TerminalText.escaped(reason))",
                              path: path, fix: "check that 'pass show \(name)' works (the gpg key and its agent)")
         }
-        return output
+        return .init(name: name, secret: output, label: nil)
     }
 }

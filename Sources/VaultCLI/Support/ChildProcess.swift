@@ -67,17 +67,32 @@ enum ChildProcess {
     static func spawn(_ command: [String], secrets: consuming [(name: String, value: SecureBytes)],
                       standardOutput: Int32? = nil, standardError: Int32? = nil) throws -> pid_t {
         installForwarding()
-        var assignments: [UInt8] = []
+        // The assignments go straight into one zeroising buffer of the exact size: no growing
+        // array, whose reallocations would leave freed copies of the secrets on the heap.
+        var pending = secrets
         var offsets: [Int] = []
-        for secret in secrets {
-            offsets.append(assignments.count)
-            assignments += Array(secret.name.utf8) + [UInt8(ascii: "=")]
-            secret.value.withUnsafeBytes { assignments += $0 }
-            assignments.append(0)
+        var total = 0
+        for secret in pending {
+            offsets.append(total)
+            total += secret.name.utf8.count + 1 + secret.value.count + 1
         }
-        secrets = []
-        defer { SecureWipe.wipe(&assignments) }
-        let replaced = Set(secretsNames(assignments: assignments, offsets: offsets))
+        let assignments = SecureBytes(count: total) { buffer in
+            for (secret, offset) in zip(pending, offsets) {
+                var cursor = offset
+                for byte in secret.name.utf8 {
+                    buffer[cursor] = byte
+                    cursor += 1
+                }
+                buffer[cursor] = UInt8(ascii: "=")
+                cursor += 1
+                secret.value.withUnsafeBytes { value in
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[cursor..<cursor + value.count]).copyMemory(from: value)
+                }
+                buffer[cursor + secret.value.count] = 0
+            }
+        }
+        let replaced = Set(pending.map(\.name))
+        pending = []
         var inherited: [UnsafeMutablePointer<CChar>?] = []
         var cursor = environ
         while let entry = cursor.pointee {
@@ -108,8 +123,11 @@ enum ChildProcess {
         var pid: pid_t = 0
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
-        let status = assignments.withUnsafeMutableBytes { raw -> Int32 in
-            guard let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self) else { return EINVAL }
+        // posix_spawnp only reads the strings; the buffer is wiped when `assignments` goes.
+        let status = assignments.withUnsafeBytes { raw -> Int32 in
+            guard let base = raw.baseAddress.map({ UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: CChar.self)) }) else {
+                return EINVAL
+            }
             let environment = inherited + offsets.map { Optional(base + $0) } + [nil]
             return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environment)
         }
@@ -161,13 +179,6 @@ enum ChildProcess {
         forwardingState.store(0, ordering: .sequentiallyConsistent)
         let low = status & 0x7F
         return low == 0 ? .exited((status >> 8) & 0xFF) : .signalled(low)
-    }
-
-    private static func secretsNames(assignments: [UInt8], offsets: [Int]) -> [String] {
-        offsets.map { offset in
-            let end = assignments[offset...].firstIndex(of: UInt8(ascii: "=")) ?? offset
-            return String(decoding: assignments[offset..<end], as: UTF8.self)
-        }
     }
 }
 

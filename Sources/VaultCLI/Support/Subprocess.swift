@@ -18,11 +18,15 @@ enum Subprocess {
         let output: SecureBytes?
         /// Standard error when captured (at most 1 MiB).
         var errors: [UInt8] = []
+        /// Whether standard output went past `VaultLimits.maximumSecretBytes`: the program was then
+        /// killed at once (not left blocked on a full pipe until the timeout), and `output` is nil.
+        var outputTooLarge = false
     }
 
     /// Runs `command` (looked up on PATH) with `input` on its standard input (else /dev/null),
     /// its standard output and standard error captured or on /dev/null, in `environment`
-    /// (else vault's own). After `timeout` seconds the program is killed.
+    /// (else vault's own). After `timeout` seconds the program is killed, and so it is as soon as
+    /// a captured standard output goes past `VaultLimits.maximumSecretBytes` (`outputTooLarge`).
     static func run(_ command: [String], input: SecureBytes? = nil, captureOutput: Bool = false, captureErrors: Bool = false,
                     environment: [String: String]? = nil, timeout: Double) -> Result {
         var inputPipe: [Int32] = [-1, -1], outputPipe: [Int32] = [-1, -1], errorPipe: [Int32] = [-1, -1]
@@ -88,12 +92,18 @@ enum Subprocess {
         let deadline = Date().addingTimeInterval(timeout)
         var errors: [UInt8] = []
         var output: SecureBytes?
+        var tooLarge = false
         if captureOutput {
-            output = readUntilEnd(outputPipe[0], alongside: errorPipe[0], into: &errors, deadline: deadline)
+            output = readUntilEnd(outputPipe[0], alongside: errorPipe[0], into: &errors, tooLarge: &tooLarge, deadline: deadline)
         } else if captureErrors {
-            _ = readUntilEnd(-1, alongside: errorPipe[0], into: &errors, deadline: deadline)
+            _ = readUntilEnd(-1, alongside: errorPipe[0], into: &errors, tooLarge: &tooLarge, deadline: deadline)
         }
-        return Result(status: waitForExit(pid, deadline: deadline), output: output, errors: errors)
+        if tooLarge {
+            // It would block on the full pipe until the timeout: end it now (and reap it below).
+            kill(pid, SIGKILL)
+            output = nil
+        }
+        return Result(status: waitForExit(pid, deadline: deadline), output: output, errors: errors, outputTooLarge: tooLarge)
     }
 
     /// Starts `command` (looked up on PATH) in a session of its own, with standard input and
@@ -127,13 +137,15 @@ enum Subprocess {
 
     /// Reads `descriptor` to end of file or the deadline, into zeroising memory, and at the
     /// same time `errorDescriptor` (when not -1) into `errors`, so that neither pipe fills up
-    /// while the other is read.
+    /// while the other is read. Stops at once, with `tooLarge` set, when `descriptor` holds more
+    /// than `VaultLimits.maximumSecretBytes`.
     private static func readUntilEnd(_ descriptor: Int32, alongside errorDescriptor: Int32, into errors: inout [UInt8],
-                                     deadline: Date) -> SecureBytes {
+                                     tooLarge: inout Bool, deadline: Date) -> SecureBytes {
         let limit = VaultLimits.maximumSecretBytes
         let errorLimit = 1 << 20
         var total = 0
         var collected: [UInt8] = []
+        var exceeded = false
         let buffer = SecureBytes(count: descriptor >= 0 ? limit : 0) { raw in
             var open = [descriptor, errorDescriptor]
             var chunk = [UInt8](repeating: 0, count: 4096)
@@ -145,9 +157,20 @@ enum Subprocess {
                 for (index, entry) in descriptors.enumerated() where entry.fd >= 0 && entry.revents != 0 {
                     let count: Int
                     if index == 0 {
-                        guard let base = raw.baseAddress, total < limit else { open[0] = -1; continue }
-                        count = read(entry.fd, base + total, limit - total)
-                        if count > 0 { total += count }
+                        guard let base = raw.baseAddress else { open[0] = -1; continue }
+                        if total == limit {
+                            // Full: one byte more means too large (the byte is dropped, the rest never read).
+                            var probe: UInt8 = 0
+                            count = read(entry.fd, &probe, 1)
+                            probe = 0
+                            if count > 0 {
+                                exceeded = true
+                                return
+                            }
+                        } else {
+                            count = read(entry.fd, base + total, limit - total)
+                            if count > 0 { total += count }
+                        }
                     } else {
                         count = read(entry.fd, &chunk, chunk.count)
                         if count > 0, collected.count < errorLimit { collected += chunk[0..<count] }
@@ -158,6 +181,7 @@ enum Subprocess {
             }
         }
         errors = collected
+        tooLarge = exceeded
         return buffer.slice(0..<total)
     }
 

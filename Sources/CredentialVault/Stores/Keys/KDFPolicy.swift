@@ -49,26 +49,21 @@ public struct KDFPolicy: Sendable, Hashable {
     }
 
     /// Throws `suspiciousKDFParameters` when a passphrase slot asks for more scrypt work than
-    /// this build writes (`defaultLogN`) or, when this machine remembers the vault, more than
-    /// it remembers. Runs before any KDF work: raising the cost in a header (logN 20 costs
-    /// 1 GiB and seconds per open) is an edit, not a wrong passphrase.
-    /// - Parameters:
-    ///   - parameters: the header's parameters (already inside the policy).
-    ///   - remembered: the parameters of this vault's rollback record, when it has a passphrase slot.
+    /// this build writes (`defaultLogN`). Runs before any KDF work: raising the cost in a header
+    /// (logN 20 costs 1 GiB and seconds per open) is an edit, not a wrong passphrase.
+    /// - Parameter parameters: the header's parameters (already inside the policy).
     ///
-    /// The remembered record is read before the key is derived, so it cannot be authenticated: it
-    /// may lower the ceiling, never raise it (a forged record with a higher logN must not make an
-    /// open run scrypt at 1 GiB). A cost above the ceiling opens only with
-    /// `SecretStore.Options.acceptsRaisedKDFCost`.
-    func checkCost(_ parameters: Scrypt.Parameters, remembered: Scrypt.Parameters?, path: String?) throws {
-        let ceiling = min(remembered?.logN ?? defaultLogN, defaultLogN)
-        guard parameters.logN > ceiling else { return }
-        let why = remembered != nil
-            ? "more than logN \(ceiling) this machine remembers for this vault"
-            : "more than logN \(ceiling) this build writes"
+    /// The ceiling is the build's alone. This machine's rollback record is read before the key is
+    /// derived, so it cannot be authenticated: it may neither raise the ceiling (a forged logN 20
+    /// would make an open run scrypt at 1 GiB) nor lower it (a forged logN below the floor would
+    /// block every open). No honest record could lower it anyway: the floor is the default.
+    /// A cost above the ceiling opens only with `SecretStore.Options.acceptsRaisedKDFCost`.
+    func checkCost(_ parameters: Scrypt.Parameters, path: String?) throws {
+        guard parameters.logN > defaultLogN else { return }
         throw VaultError(.suspiciousKDFParameters,
                          "suspicious KDF parameters: the file asks for scrypt logN \(parameters.logN) "
-                             + "(\(Self.memoryDescription(parameters)) per open), \(why); refused before scrypt runs",
+                             + "(\(Self.memoryDescription(parameters)) per open), more than logN \(defaultLogN) this build writes; "
+                             + "refused before scrypt runs",
                          path: path,
                          fix: "the header was probably altered to make every open slow; restore the vault from a backup, "
                              + "or accept it explicitly if its key was changed on purpose elsewhere",

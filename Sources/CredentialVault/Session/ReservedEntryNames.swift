@@ -1,0 +1,79 @@
+/// The entries that belong to the session, not to the user: every name that starts with
+/// `session.` (in any owner: the tokens, the ID token, token info, the refresh journal's marker,
+/// per-audience tokens, the OAuth client's configuration, its secret, the DPoP key), and every
+/// entry of the pending revocations' owner (`revocation:pending`).
+///
+/// They decide where tokens and the client secret are sent, or are those secrets: an entry
+/// planted under such a name (an import, a `vault add`) would redirect the next refresh, and one
+/// handed out (`vault get`, `exec`, `inject`, a `vault://` reference) would print a private key.
+/// So the entry commands refuse them (`.invalidInput`), and the agent refuses them to every
+/// request that does not say it is the session's own (`checkAgentRequest`). The session itself
+/// writes them through `SecretStore` transactions, or through the agent with that marker.
+public enum ReservedEntryNames {
+    /// What a command would do with a reserved entry, for its message.
+    public enum Use: Sendable {
+        /// Store it (`add`, `import`, the agent's add).
+        case store
+        /// Hand its secret out (`get`, `exec`, `inject`, a reference, the agent's get).
+        case read
+        /// Remove it (`rm`, the agent's rm).
+        case remove
+    }
+
+    /// The name prefix the session keeps for itself.
+    public static let prefix = SessionNamespaces.Reserved.prefix
+
+    /// The header field by which the agent's client marks a request as the session's own
+    /// (`VaultAgentClient`'s session reads and writes).
+    package static let agentMarker = "session"
+
+    /// Whether the entry `name` of `owner` belongs to the session.
+    public static func isReserved(name: String, owner: String = "") -> Bool {
+        name.utf8.starts(with: prefix.utf8) || owner == SessionManager.pendingRevocationOwner
+    }
+
+    /// Refuses an entry that belongs to the session.
+    /// - Parameters:
+    ///   - name: the entry's name.
+    ///   - owner: its owner ("" for a plain entry).
+    ///   - use: what the caller would do with it.
+    /// - Throws: `VaultError` `.invalidInput` (exit 64 in the CLI) naming the entry, never a value.
+    public static func check(name: String, owner: String = "", for use: Use) throws {
+        guard isReserved(name: name, owner: owner) else { return }
+        let what = name.utf8.starts(with: prefix.utf8)
+            ? "'\(TerminalText.escaped(name))' is reserved: names starting with '\(prefix)' belong to the sign-in session"
+                + " (its tokens, the OAuth client, its secret and DPoP key)"
+            : "the owner '\(TerminalText.escaped(owner))' is reserved for the session's pending revocations"
+        switch use {
+        case .store:
+            throw VaultError(.invalidInput, "\(what); such an entry is written only by the session, never stored by hand",
+                             fix: "choose another name; 'vault client' stores the OAuth client, 'vault signin' the tokens")
+        case .read:
+            throw VaultError(.invalidInput, "\(what); its secret is never handed out",
+                             fix: "'vault token' prints a valid access token; 'vault inspect' shows an entry without its secret")
+        case .remove:
+            throw VaultError(.invalidInput, "\(what); it is removed only by the session",
+                             fix: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client")
+        }
+    }
+
+    /// The agent's check of one entry of a request: a reserved entry is refused unless the
+    /// request carries `agentMarker` (the session's own reads and writes). Any process of the
+    /// user can send that marker; this keeps reserved entries out of the agent's ordinary
+    /// requests (`vault get/add/rm`, the public `VaultAgentClient` calls), it does not tell
+    /// processes apart: the agent's rules do (docs/SECURITY.md, "Entries that belong to the session").
+    /// - Parameters:
+    ///   - operation: the request's `op` (get, add, rm).
+    ///   - header: the request's header.
+    ///   - entry: the entry concerned.
+    /// - Throws: `VaultError` `.invalidInput`.
+    package static func checkAgentRequest(_ operation: String, header: JSONValue, entry: (name: String, owner: String)) throws {
+        guard isReserved(name: entry.name, owner: entry.owner), header[agentMarker]?.boolValue != true else { return }
+        let use: Use = switch operation {
+        case "add": .store
+        case "rm": .remove
+        default: .read
+        }
+        try check(name: entry.name, owner: entry.owner, for: use)
+    }
+}

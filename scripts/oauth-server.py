@@ -83,8 +83,14 @@ expired    the ID token expired an hour ago       audience   aud is another clie
 issuer     iss is another issuer                  nonce      the nonce is not the one sent
 signature  one character of the signature changed
 kid        signed by a key the JWKS never published (kid "rotated-away"): a rotation vault cannot follow
+none       alg "none" and no signature          hs256      HS256, keyed with the issuer's public key (PEM)
+
+For the clients vault-misbehave-refresh-<mode> the first grant is sound and only the ID token of a
+refresh answer (grant_type refresh_token) misbehaves: what a session meets after signing in.
 \"\"\"
 import base64
+import hashlib
+import hmac
 import json
 import time
 
@@ -94,10 +100,29 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 
 def mode_of(request):
     client_id = request.client.client_id if request.client else ""
-    return client_id[len("vault-misbehave-"):] if client_id.startswith("vault-misbehave-") else ""
+    if not client_id.startswith("vault-misbehave-"):
+        return ""
+    mode = client_id[len("vault-misbehave-"):]
+    if mode.startswith("refresh-"):
+        return mode[len("refresh-"):] if getattr(request, "grant_type", None) == "refresh_token" else ""
+    return mode
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_json(value):
+    return b64url(json.dumps(value, separators=(",", ":")).encode())
 
 
 class Validator(OAuth2Validator):
+    oidc_claim_scope = None   # every claim whatever the scopes (the tests ask for "openid read")
+
+    def get_additional_claims(self, request):
+        # The test user's name and email, in ID tokens and at userinfo, as a provider keeps them.
+        return {"name": "Alice Example", "email": "alice@example.test"}
+
     def get_id_token_dictionary(self, token, token_handler, request):
         claims, expiration_time = super().get_id_token_dictionary(token, token_handler, request)
         mode, now = mode_of(request), int(time.time())
@@ -126,6 +151,19 @@ class Validator(OAuth2Validator):
             signed = jwt.JWT(header={"typ": "JWT", "alg": "RS256", "kid": "rotated-away"}, claims=claims)
             signed.make_signed_token(key)
             serialized = signed.serialize()
+        elif mode in ("none", "hs256"):
+            head, payload, _ = serialized.split(".")
+            header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+            header["alg"] = "none" if mode == "none" else "HS256"
+            head = b64url_json(header)
+            if mode == "none":
+                serialized = head + "." + payload + "."
+            else:
+                # The classic confusion: the issuer's public key (PEM, as published) as the HMAC key.
+                from django.conf import settings
+                public = jwk.JWK.from_pem(settings.OAUTH2_PROVIDER["OIDC_RSA_PRIVATE_KEY"].encode()).export_to_pem()
+                mac = hmac.new(public, (head + "." + payload).encode(), hashlib.sha256).digest()
+                serialized = head + "." + payload + "." + b64url(mac)
         return serialized
 """
 
@@ -251,7 +289,9 @@ def populate(folder):
         # Browser sign-in: a public client whose loopback redirect matches any port (RFC 8252 §7.3).
         ("browser", "vault-browser", Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE),
     ] + [("misbehave-" + mode, "vault-misbehave-" + mode, Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE)
-         for mode in ("expired", "audience", "issuer", "nonce", "signature", "kid")]
+         for mode in ("expired", "audience", "issuer", "nonce", "signature", "kid", "none", "hs256")
+    ] + [("misbehave-refresh-" + mode, "vault-misbehave-refresh-" + mode, Application.CLIENT_PUBLIC, Application.GRANT_AUTHORIZATION_CODE)
+         for mode in ("expired", "audience", "issuer", "signature", "kid", "none", "hs256")]
     for role, client_id, client_type, grant in apps:
         secret = secrets.token_urlsafe(30) if client_type == Application.CLIENT_CONFIDENTIAL else ""
         redirect = "http://127.0.0.1/callback" if grant == Application.GRANT_AUTHORIZATION_CODE else ""

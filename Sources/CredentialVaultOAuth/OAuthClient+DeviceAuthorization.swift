@@ -80,6 +80,13 @@ extension OAuthClient {
         if configuration.issuer != nil, let verified = try await verifiedIdentity(of: credentials, nonce: nonce) {
             return verified.subject
         }
+        return try await userInfo(of: credentials)?.subject
+    }
+
+    /// What the userinfo endpoint (OpenID Connect Core §5.3) says of the user the access token
+    /// of `credentials` belongs to: `sub`, and `name` and `email` when it has them.
+    /// - Returns: nil when the server has no userinfo endpoint or its answer names no subject.
+    package func userInfo(of credentials: Credentials) async throws -> (subject: String, name: String?, email: String?)? {
         guard let url = try await optionalEndpoint(\.userinfo, "userinfo endpoint") else { return nil }
         var headers = HTTPHeaders()
         let token = credentials.accessToken.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -94,6 +101,6 @@ extension OAuthClient {
                                           retry: .idempotent, perAttempt: proof)
         guard case .object(let members)? = try? JSONValue(parsing: response.body),
               let subject = members["sub"]?.stringValue, !subject.isEmpty else { return nil }
-        return subject
+        return (subject, members["name"]?.stringValue, members["email"]?.stringValue)
     }
 }

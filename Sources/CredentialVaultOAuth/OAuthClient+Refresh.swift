@@ -4,9 +4,10 @@ import VaultCrypto
 extension OAuthClient {
     /// Trades a refresh token for new tokens (RFC 6749 §6). No scope is sent, so the granted
     /// scopes stay as they were. A response without a refresh token keeps the old one when the
-    /// session saves it. An ID token in the response is kept only when it passes `verifyIDToken`
-    /// (with a configured issuer); otherwise it is dropped and the rest of the answer kept.
-    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead).
+    /// session saves it. An ID token in the response must pass `verifyIDToken` (with a configured
+    /// issuer; without one it is dropped), or the whole answer is refused.
+    /// - Throws: `OAuthError` (`.invalidGrant` when the refresh token is dead; `.verificationFailed`
+    ///   for a refused ID token).
     public func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
         try await refresh(refreshToken, resource: nil)
     }
@@ -22,16 +23,17 @@ extension OAuthClient {
         if let resource { form.append("resource", resource) }
         let response = try await post(url, name: "token endpoint", form: form, retry: .onlyIfNotProcessed)
         var credentials = try Self.credentials(from: response, endpoint: "token endpoint \(Self.display(url))")
-        // An ID token in the answer is verified like the first one (OIDC Core §12.2); the session
-        // then checks that it names the same issuer, subject and audience. One that fails a check
-        // (or cannot be checked now: the JWKS out of reach) is dropped, never stored, and the
-        // session keeps its first, verified one. The tokens themselves are kept: the server may
-        // have rotated the refresh token already, and losing the new one would end the session.
+        // An ID token in the answer is verified like the first one, by the same verifier (OIDC
+        // Core §12.2); the session then checks that it names the same issuer, subject and
+        // audience. One that fails a check refuses the whole answer (`.verificationFailed`), and
+        // one that cannot be checked now (the JWKS out of reach) fails it as transient: nothing is
+        // saved and the session keeps its old tokens. Without a configured issuer there is no key
+        // to check it with: it is dropped, never stored, and the session keeps its first one.
         if let idToken = credentials.idToken {
             if configuration.issuer == nil {
                 credentials.idToken = nil
-            } else if (try? await verifyIDToken(idToken, accessToken: credentials.accessToken)) == nil {
-                credentials.idToken = nil
+            } else {
+                _ = try await verifyIDToken(idToken, accessToken: credentials.accessToken)
             }
         }
         return credentials

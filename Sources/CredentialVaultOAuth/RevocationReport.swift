@@ -17,6 +17,24 @@ public struct RevocationReport: Sendable, CustomStringConvertible {
     public let outcome: Outcome
     /// The token types revoked: "refresh_token", "access_token".
     public let revoked: [String]
+    /// How many tokens whose revocation failed were kept sealed in the vault for a later try
+    /// (0 when none failed, or when they could not be kept).
+    public internal(set) var keptForLater = 0
+    /// The tokens kept from earlier sign-outs that this call tried again, when there were any.
+    public internal(set) var earlier: EarlierRevocations?
+
+    /// Tokens kept from earlier sign-outs, tried again: how many were revoked, of how many.
+    public struct EarlierRevocations: Sendable, Equatable {
+        /// How many were revoked (and forgotten).
+        public let revoked: Int
+        /// How many were tried.
+        public let tried: Int
+    }
+
+    init(outcome: Outcome, revoked: [String]) {
+        self.outcome = outcome
+        self.revoked = revoked
+    }
 
     /// True unless a revocation failed.
     public var succeeded: Bool {

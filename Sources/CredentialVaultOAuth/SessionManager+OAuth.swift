@@ -36,7 +36,7 @@ extension SessionManager {
     ///   longer be renewed: it has ended), `.offline`, `.unavailable`; `OAuthError` for a
     ///   misconfigured client; `VaultError` (`.minTTLTooLarge`, `.busy`).
     public func credentials(minTTL: Duration = .zero, client: OAuthClient) async throws -> Credentials {
-        switch await restore(minTTL: minTTL) {
+        switch await restore(minTTL: minTTL, refreshLockWait: client.configuration.refreshBudget) {
         case let .signedIn(_, credentials), let .needsOnboarding(_, credentials):
             return credentials
         case .guest:
@@ -61,9 +61,17 @@ extension SessionManager {
         }
     }
 
+    /// An access token for the resource `audience` (RFC 8707) through `client`, as
+    /// `validCredentials(forAudience:minTTL:refresher:)` with the client's `audienceRefresher`.
+    /// - Throws: as `validCredentials(forAudience:minTTL:refresher:)`.
+    public func validCredentials(forAudience audience: String, minTTL: Duration = .zero, client: OAuthClient) async throws -> Credentials {
+        try await validCredentials(forAudience: audience, minTTL: minTTL, refreshLockWait: client.configuration.refreshBudget,
+                                   refresher: client.audienceRefresher)
+    }
+
     /// Refreshes now through `client`, even when the access token is still valid.
     public func refreshNow(client: OAuthClient) async throws -> Credentials {
-        try await refreshNow(refresher: client.refresher)
+        try await refreshNow(refreshLockWait: client.configuration.refreshBudget, refresher: client.refresher)
     }
 
     /// Signs out locally first (never blocked by the network), then revokes the tokens at the
@@ -98,14 +106,23 @@ extension SessionManager {
     ///   exists or the vault holds no session).
     /// - Throws: the store's errors (nothing is removed then).
     public func recoverFromMissingProfile(revokingWith client: OAuthClient) async throws -> [String: RevocationReport] {
+        try await recoverFromMissingProfile(revokingWith: client, ending: { _ in })
+    }
+
+    /// `recoverFromMissingProfile(revokingWith:)`, telling `ending` each user id before its tokens are revoked.
+    package func recoverFromMissingProfile(revokingWith client: OAuthClient,
+                                           ending: @Sendable (String) -> Void) async throws -> [String: RevocationReport] {
         var reports: [String: RevocationReport] = [:]
-        var failed: [(Credentials, RevocationReport)] = []
+        var failed: [(String, Credentials, RevocationReport)] = []
         _ = try await recoverFromMissingProfile { userID, credentials in
+            ending(userID)
             let report = await client.revokeAll(credentials)
             reports[userID] = report
-            if case .failed = report.outcome { failed.append((credentials, report)) }
+            if case .failed = report.outcome { failed.append((userID, credentials, report)) }
         }
-        for (credentials, report) in failed { _ = await keepFailedRevocations(of: credentials, report: report, client: client) }
+        for (userID, credentials, report) in failed {
+            reports[userID] = await keepFailedRevocations(of: credentials, report: report, client: client)
+        }
         return reports
     }
 
@@ -130,29 +147,33 @@ extension SessionManager {
             }
         }
         try? await forgetPendingRevocations(done)
-        return RevocationReport(outcome: failures.isEmpty ? .revoked : .failed(failures), revoked: revoked)
+        var report = RevocationReport(outcome: failures.isEmpty ? .revoked : .failed(failures), revoked: revoked)
+        report.earlier = RevocationReport.EarlierRevocations(revoked: done.count, tried: pending.count)
+        return report
     }
 
     /// Revokes what a sign-out removed; keeps what failed; then tries the pending ones.
     private func revokeRemoved(_ removed: Credentials?, client: OAuthClient) async -> RevocationReport {
         guard let removed else {
-            await retryPendingRevocations(client: client)
-            return RevocationReport(outcome: .nothingToRevoke, revoked: [])
+            var report = RevocationReport(outcome: .nothingToRevoke, revoked: [])
+            report.earlier = await retryPendingRevocations(client: client).earlier
+            return report
         }
-        let report = await client.revokeAll(removed)
+        var report = await client.revokeAll(removed)
         guard case .failed = report.outcome else {
-            await retryPendingRevocations(client: client)
+            report.earlier = await retryPendingRevocations(client: client).earlier
             return report
         }
         return await keepFailedRevocations(of: removed, report: report, client: client)
     }
 
-    /// Keeps the tokens of `credentials` that `report` does not list as revoked; returns `report`.
+    /// Keeps the tokens of `credentials` that `report` does not list as revoked; returns `report`
+    /// with how many were kept.
     private func keepFailedRevocations(of credentials: Credentials, report: RevocationReport, client: OAuthClient) async -> RevocationReport {
-        let tokens = [(credentials.refreshToken, "refresh_token"), (Optional(credentials.accessToken), "access_token")]
-        let failed = tokens.compactMap { token, hint in token.map { (token: $0, hint: hint) } }.filter { !report.revoked.contains($0.hint) }
+        var report = report
         do {
-            try await keepForRevocation(failed, server: client.revocationServer, clientID: client.configuration.clientID)
+            report.keptForLater = try await keepUnrevoked(credentials, revoked: report.revoked, server: client.revocationServer,
+                                                          clientID: client.configuration.clientID)
         } catch {
             logger.warning("could not keep the tokens whose revocation failed", metadata: ["error": "\(type(of: error))"])
         }

@@ -24,7 +24,7 @@ extension SessionManager {
     /// Signs a user in in one call: the device grant (shows the code through the app's closure,
     /// polls until the user approves) or the browser (PKCE, loopback redirect, `state`, `nonce`
     /// and RFC 9207 `iss` checked); learns the user id from the server (the verified ID token's
-    /// `sub`, name and email, else userinfo), then `signIn(user:credentials:policy:)` upgrades the guest. When the
+    /// `sub`, name and email, else userinfo's), then `signIn(user:credentials:policy:)` upgrades the guest. When the
     /// server gives no user id, or the sign-in cannot be saved, the fresh tokens are revoked at the
     /// server before the error is thrown: nothing is left alive that the app does not hold.
     /// - Parameters:
@@ -45,6 +45,34 @@ extension SessionManager {
             throw VaultError(.alreadyExists, "already signed in as '\(TerminalText.escaped(signedIn.id))'", fix: "sign out first",
                              topic: .alreadySignedIn)
         }
+        return try await signIn(using: method, client: client, policy: policy) { found in
+            guard let subject = found.subject else {
+                throw OAuthError(.configuration, endpoint: "token endpoint",
+                                 detail: "the server sent no ID token and has no userinfo endpoint, so the user id is unknown "
+                                     + "(ask for the 'openid' scope); the tokens were revoked")
+            }
+            return User(id: subject, displayName: found.name, email: found.email, signInMethod: found.methodName,
+                        onboardingComplete: onboardingComplete)
+        }
+    }
+
+    /// What the server said of the user who signed in, for `signIn(using:client:policy:lookingUpSubject:user:)`.
+    package struct SignInIdentity: Sendable {
+        /// The verified ID token's `sub`, else userinfo's; nil when the server told neither (or was not asked).
+        package let subject: String?
+        /// The `name` and `email` of the same source.
+        package let name: String?
+        package let email: String?
+        /// "device" or "browser".
+        package let methodName: String
+    }
+
+    /// The sign-in of `signIn(using:client:policy:onboardingComplete:)` with the user made by
+    /// `user` from what the server said (a command line's `--user-id`, `--name`, …). Every ID token
+    /// is verified as there; with `lookingUpSubject` false, userinfo is not asked when no ID token came.
+    /// When `user` throws, or the sign-in cannot be saved, the fresh tokens are revoked first.
+    package func signIn(using method: SignInMethod, client: OAuthClient, policy: MergePolicy, lookingUpSubject: Bool = true,
+                        user makeUser: @Sendable (SignInIdentity) throws -> User) async throws -> SignInResult {
         let credentials: Credentials
         var verified: VerifiedIDToken?
         let methodName: String
@@ -65,15 +93,12 @@ extension SessionManager {
             if methodName == "device", client.configuration.issuer != nil {
                 verified = try await client.verifiedIdentity(of: credentials)
             }
-            let found: String? = if let verified { verified.subject } else { try await client.subject(of: credentials) }
-            guard let subject = found else {
-                throw OAuthError(.configuration, endpoint: "token endpoint",
-                                 detail: "the server sent no ID token and has no userinfo endpoint, so the user id is unknown "
-                                     + "(ask for the 'openid' scope); the tokens were revoked")
+            var found = SignInIdentity(subject: verified?.subject, name: verified?.name, email: verified?.email, methodName: methodName)
+            if verified == nil, lookingUpSubject, let info = try await client.userInfo(of: credentials) {
+                found = SignInIdentity(subject: info.subject, name: info.name, email: info.email, methodName: methodName)
             }
-            subjectSeen = subject
-            let user = User(id: subject, displayName: verified?.name, email: verified?.email, signInMethod: methodName,
-                            onboardingComplete: onboardingComplete)
+            let user = try makeUser(found)
+            subjectSeen = user.id
             let migration = try await signIn(user: user, credentials: credentials, policy: policy)
             return SignInResult(user: user, migration: migration)
         } catch {

@@ -12,39 +12,8 @@ package struct OAuthCommands: OAuthCommandSupport {
 
     package func client(for configuration: StoredClientConfiguration, secret: SecureBytes?, requestTimeout: Duration,
                         caBundle: [UInt8]?, dpopKey: SecureBytes?) throws -> any CommandOAuthClient {
-        func url(_ text: String?, _ what: String) throws -> URL? {
-            guard let text else { return nil }
-            guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
-                throw VaultError(.invalidInput, "the stored \(what) '\(text)' is not a URL", fix: "store the client again with 'vault client'")
-            }
-            return url
-        }
-        let authentication: ClientAuthentication
-        switch configuration.authMethod {
-        case .none:
-            authentication = .none
-        case .clientSecretBasic, .clientSecretPost:
-            guard let secret else {
-                throw VaultError(.notFound, "the stored client's secret is missing", fix: "store the client again with 'vault client'")
-            }
-            authentication = configuration.authMethod == .clientSecretBasic ? .clientSecretBasic(secret) : .clientSecretPost(secret)
-        }
-        var oauthConfiguration = OAuthConfiguration(
-            issuer: try url(configuration.issuer, "issuer"),
-            endpoints: OAuthEndpoints(token: try url(configuration.tokenEndpoint, "token endpoint"),
-                                      revocation: try url(configuration.revocationEndpoint, "revocation endpoint"),
-                                      deviceAuthorization: try url(configuration.deviceEndpoint, "device endpoint"),
-                                      authorization: try url(configuration.authorizationEndpoint, "authorization endpoint")),
-            clientID: configuration.clientID, authentication: authentication, scopes: configuration.scopes,
-            caBundlePath: configuration.caBundle, requestTimeout: requestTimeout)
-        oauthConfiguration.caBundlePEM = caBundle
-        if configuration.dpop {
-            guard let dpopKey else {
-                throw VaultError(.notFound, "the stored client binds its tokens with DPoP, but its key is missing",
-                                 fix: "store the client again with 'vault client --dpop', or sign in again with --dpop")
-            }
-            oauthConfiguration.dpopKey = try P256SigningKey(rawRepresentation: dpopKey)
-        }
+        let oauthConfiguration = try OAuthConfiguration(stored: configuration, secret: secret, dpopKey: dpopKey, caBundle: caBundle,
+                                                        requestTimeout: requestTimeout)
         return CommandClient(client: try OAuthClient(configuration: oauthConfiguration))
     }
 
@@ -86,61 +55,63 @@ package struct OAuthCommands: OAuthCommandSupport {
     }
 }
 
-/// `OAuthClient` behind the commands' `CommandOAuthClient`.
+/// The library's session operations with an `OAuthClient`, behind the commands' `CommandOAuthClient`.
 struct CommandClient: CommandOAuthClient {
     let client: OAuthClient
 
-    func refresh(_ refreshToken: SecureBytes) async throws -> Credentials {
-        try await client.refresh(refreshToken)
-    }
-
-    var refresher: TokenRefresher { client.refresher }
-
-    var audienceRefresher: AudienceTokenRefresher { client.audienceRefresher }
-
-    func clientCredentials() async throws -> Credentials {
-        try await client.clientCredentials()
-    }
-
-    func signInWithDevice(lookingUpSubject: Bool, show: (String) -> Void) async throws -> (credentials: Credentials, subject: String?) {
-        let authorization = try await client.startDeviceAuthorization()
-        var text = "To sign in, open \(authorization.verificationURI) and enter the code \(authorization.userCode)"
-        if let complete = authorization.verificationURIComplete { text += "\n(or open \(complete))" }
-        show(text)
-        let credentials = try await client.pollDeviceAuthorization(authorization)
-        do {
-            return (credentials, lookingUpSubject ? try await client.subject(of: credentials) : nil)
-        } catch {
-            // A refused ID token (or no way to check it): the fresh tokens are not left alive.
-            _ = await client.revokeAll(credentials)
-            throw error
+    func signIn(_ session: SessionManager, method: CommandSignInMethod, policy: MergePolicy, lookingUpSubject: Bool,
+                user: @Sendable (CommandSignInIdentity) throws -> User) async throws -> MigrationReport {
+        let using: SignInMethod = switch method {
+        case let .device(show):
+            .device { authorization in
+                var text = "To sign in, open \(authorization.verificationURI) and enter the code \(authorization.userCode)"
+                if let complete = authorization.verificationURIComplete { text += "\n(or open \(complete))" }
+                show(text)
+            }
+        case let .browser(port, wait, open):
+            .browser(port: port, wait: wait) { url in await open(url.absoluteString) }
         }
+        return try await session.signIn(using: using, client: client, policy: policy, lookingUpSubject: lookingUpSubject) { found in
+            try user(CommandSignInIdentity(subject: found.subject, name: found.name, email: found.email, methodName: found.methodName))
+        }.migration
     }
 
-    func signInWithBrowser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void) async throws -> CommandSignIn {
-        let result = try await client.signInWithBrowser(port: port, wait: wait) { url in await open(url.absoluteString) }
-        if let identity = result.identity {
-            return CommandSignIn(credentials: result.credentials, subject: identity.subject, name: identity.name, email: identity.email)
-        }
-        // No ID token: userinfo, when the server has it (OpenID Connect); else the caller's --user-id.
-        do {
-            return CommandSignIn(credentials: result.credentials, subject: try await client.subject(of: result.credentials))
-        } catch {
-            _ = await client.revokeAll(result.credentials)
-            throw error
-        }
+    func signOut(_ session: SessionManager, newAnonymousID: Bool) async throws -> CommandRevocation {
+        Self.shown(try await session.signOut(revokingWith: client, newAnonymousID: newAnonymousID))
     }
 
-    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String]) {
-        let report = await client.revokeAll(credentials)
-        return (report.succeeded, report.description, report.revoked)
+    func enterGuestMode(_ session: SessionManager, resetAnonymousID: Bool) async throws -> (anonymousID: String, revocation: CommandRevocation) {
+        let report = try await session.enterGuestMode(resetAnonymousID: resetAnonymousID, revokingWith: client)
+        return (report.anonymousID, Self.shown(report.revocation))
     }
 
-    func revoke(_ token: SecureBytes, hint: String) async -> Bool {
-        (try? await client.revoke(token, hint: hint)) != nil
+    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void) async throws -> [String: CommandRevocation] {
+        try await session.recoverFromMissingProfile(revokingWith: client, ending: ending).mapValues(Self.shown)
+    }
+
+    func refreshNow(_ session: SessionManager) async throws -> Credentials {
+        try await session.refreshNow(client: client)
+    }
+
+    func validCredentials(_ session: SessionManager, minTTL: Duration) async throws -> Credentials {
+        try await session.validCredentials(minTTL: minTTL, client: client)
+    }
+
+    func validCredentials(_ session: SessionManager, forAudience audience: String, minTTL: Duration) async throws -> Credentials {
+        try await session.validCredentials(forAudience: audience, minTTL: minTTL, client: client)
+    }
+
+    func clientCredentials(_ session: SessionManager, clientID: String, minTTL: Duration) async throws -> Credentials {
+        try await session.clientCredentials(clientID: clientID, minTTL: minTTL) { try await client.clientCredentials() }
     }
 
     func shutdown() async throws {
         try await client.shutdown()
+    }
+
+    private static func shown(_ report: RevocationReport) -> CommandRevocation {
+        let hadTokens = if case .nothingToRevoke = report.outcome { false } else { true }
+        return CommandRevocation(succeeded: report.succeeded, summary: report.description, hadTokens: hadTokens,
+                                 keptForLater: report.keptForLater, earlier: report.earlier.map { ($0.revoked, $0.tried) })
     }
 }

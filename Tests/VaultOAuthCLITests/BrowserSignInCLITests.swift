@@ -1,9 +1,10 @@
 import CredentialVault
 import Foundation
+import VaultCrypto
 import OAuthServerSupport
 import Testing
-
 import TestScheduling
+
 /// `vault signin --browser` against the real django-oauth-toolkit server: scripts/test-browser,
 /// set as $BROWSER, logs in through the server's own login and consent pages and follows its
 /// redirect to vault's loopback listener; its switches make the misbehaviours.
@@ -88,6 +89,59 @@ struct BrowserSignInCLITests {
         #expect(run.stderr.contains(words), "\(mode): \(run.stderr)")
         #expect(visits.last?.page.contains("did not complete") == true)
         #expect(try state(folder) == "guest")
+    }
+
+    @Test("the real server's refresh answer misbehaving (misbehave.py, vault-misbehave-refresh-<mode>): 'vault refresh' and 'vault token' refuse its ID token with 76 and keep the old tokens",
+          arguments: [("signature", "signature does not verify"), ("none", "algorithm 'none' is not accepted"),
+                       ("hs256", "algorithm 'HS256' is not accepted"), ("kid", "no key with key id 'rotated-away'"),
+                       ("expired", "expired at"), ("issuer", "issuer (iss)"), ("audience", "audience (aud)")])
+    func refusedRefreshIDToken(mode: String, words: String) async throws {
+        // Each command in a session of its own: the server rotated the refresh token when it
+        // answered, so after a refused answer the kept one is dead there (reuse protection).
+        for command in [["refresh"], ["token", "--min-ttl", "30m"]] {
+            let folder = try SessionFolder()
+            defer { folder.cleanUp() }
+            _ = try vault(["init"], folder: folder)
+            let (run, _) = try signIn(folder, browser: "", clientID: "vault-misbehave-refresh-\(mode)")
+            #expect(run.status == 0, "\(mode): the first grant is sound: \(run.stderr)")
+            let stored = { try await folder.session(leeway: .seconds(-86_400)).restore().credentials }
+            let before = try #require(try await stored())
+            let refused = try vault(command, folder: folder)
+            #expect(refused.status == 76, "\(mode), \(command[0]): \(refused.stderr)")
+            #expect(refused.stderr.contains(words), "\(mode), \(command[0]): \(refused.stderr)")
+            #expect(refused.stdout.isEmpty)
+            let after = try #require(try await stored())
+            #expect(after.accessToken == before.accessToken && after.refreshToken == before.refreshToken
+                    && after.idToken == before.idToken, "\(mode), \(command[0]): the old tokens are kept")
+            #expect(try state(folder) != "guest")
+        }
+    }
+
+    @Test("a sign-in keeps the stored client's DPoP setting and key; --no-dpop turns it off and removes the key")
+    func signInKeepsDPoP() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        let client = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("browser_client_id"),
+                                "--dpop"], folder: folder)
+        #expect(client.status == 0, "\(client.stderr)")
+        let dpopKey = { () throws -> SecureBytes? in
+            try? folder.store().snapshot { try $0.secret(named: StoredClientConfiguration.dpopKeyEntry, owner: "") }
+        }
+        let storedClient = { try await StoredClientConfiguration.load(from: try folder.store()) }
+        let key = try #require(try dpopKey())
+        let (run, _) = try signIn(folder, browser: "")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try await storedClient()?.dpop == true, "signing in without --dpop keeps DPoP on")
+        #expect(try dpopKey() == key, "and keeps the sealed key (tokens bound to it go on refreshing)")
+        #expect(try vault(["signout"], folder: folder).status == 0)
+        let (off, _) = try signIn(folder, browser: "", extra: ["--no-dpop"])
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(try await storedClient()?.dpop == false)
+        #expect(try dpopKey() == nil, "--no-dpop removes the key")
+        let both = try vault(["signin", "--browser", "--issuer", "https://a.example", "--client-id", "c", "--dpop", "--no-dpop"], folder: folder)
+        #expect(both.status == 64)
     }
 
     @Test("the user presses Cancel: access_denied exits 76, the guest stays guest")

@@ -66,6 +66,38 @@ final class OnceFlag: @unchecked Sendable {
 
 @Suite("vault CLI against the real server", .blockingWork, .enabled(if: OAuthServer.shouldRun))
 struct CLIAgainstServerTests {
+    /// `vault signin --device` with the device client, the code approved as soon as vault shows it.
+    func deviceSignIn(_ folder: SessionFolder, _ server: OAuthServer) throws -> VaultRun {
+        let approved = OnceFlag()
+        return try vault(["signin", "--device", "--issuer", try server.issuer.absoluteString,
+                          "--client-id", try server.string("device_client_id"), "--scope", "openid read",
+                          "--device-endpoint", try server.string("device_authorization_endpoint")],
+                         folder: folder) { text in
+            guard let range = text.range(of: "enter the code "), text[range.upperBound...].contains("\n") else { return }
+            let code = String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
+            guard !code.isEmpty, approved.claim() else { return }
+            _ = try? server.script(["approve", server.directory, code])
+        }
+    }
+
+    @Test("signin --device stores the name and email the server gives (verified ID token, else userinfo): the library's sign-in, one copy of the flow")
+    func deviceStoresVerifiedIdentity() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try vault(["init"], folder: folder)
+        let signin = try deviceSignIn(folder, server)
+        #expect(signin.status == 0, "\(signin.stderr)")
+        let status = try vault(["status", "--json"], folder: folder)
+        guard case .object(let members) = try JSONValue(parsing: Array(status.stdout)) else {
+            Issue.record("not JSON: \(status.stderr)")
+            return
+        }
+        #expect(members["userId"]?.stringValue == (try server.userID))
+        #expect(members["displayName"]?.stringValue == "Alice Example")
+        #expect(members["email"]?.stringValue == "alice@example.test")
+    }
+
     @Test("signin --device → token (no network while valid) → refresh rotates → signout revokes at the server")
     func deviceLifecycle() async throws {
         let server = try OAuthServer.require()
@@ -75,16 +107,7 @@ struct CLIAgainstServerTests {
         _ = try vault(["guest"], folder: folder)
         let added = try vault(["add", "draft", "--guest"], folder: folder, input: Data("guest-draft".utf8))
         #expect(added.status == 0, "\(added.stderr)")
-        let approved = OnceFlag()
-        let signin = try vault(["signin", "--device", "--issuer", try server.issuer.absoluteString,
-                                "--client-id", try server.string("device_client_id"), "--scope", "openid read",
-                                "--device-endpoint", try server.string("device_authorization_endpoint")],
-                               folder: folder) { text in
-            guard let range = text.range(of: "enter the code "), text[range.upperBound...].contains("\n") else { return }
-            let code = String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
-            guard !code.isEmpty, approved.claim() else { return }
-            _ = try? server.script(["approve", server.directory, code])
-        }
+        let signin = try deviceSignIn(folder, server)
         #expect(signin.status == 0, "\(signin.stderr)")
         #expect(signin.stderr.contains("To sign in, open http://127.0.0.1:"))
         #expect(String(decoding: signin.stdout, as: UTF8.self).contains("draft"))   // moved from the guest

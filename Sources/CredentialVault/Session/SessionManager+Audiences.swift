@@ -20,6 +20,13 @@ extension SessionManager {
     /// - Throws: `.invalidInput` for an empty or overlong audience; as `validCredentials(minTTL:refresher:)`.
     public func validCredentials(forAudience audience: String, minTTL: Duration = .zero,
                                  refresher: @escaping AudienceTokenRefresher) async throws -> Credentials {
+        try await validCredentials(forAudience: audience, minTTL: minTTL, refreshLockWait: nil, refresher: refresher)
+    }
+
+    /// `validCredentials(forAudience:minTTL:refresher:)` waiting for another process's refresh up to
+    /// `refreshLockWait` (at least `lockTimeout`).
+    package func validCredentials(forAudience audience: String, minTTL: Duration, refreshLockWait: Duration?,
+                                  refresher: @escaping AudienceTokenRefresher) async throws -> Credentials {
         guard fleet == nil else {
             throw VaultError(.unsupportedOperation, "per-audience tokens are kept in the vault file's session only")
         }
@@ -35,7 +42,7 @@ extension SessionManager {
         if let running = audienceTasks[audience] {
             fresh = try await running.value
         } else {
-            let task = Task { try await self.refreshAudience(audience, minTTL: minTTL, refresher: refresher) }
+            let task = Task { try await self.refreshAudience(audience, minTTL: minTTL, lockWait: refreshLockWait, refresher: refresher) }
             audienceTasks[audience] = task
             defer { audienceTasks[audience] = nil }
             fresh = try await task.value
@@ -75,8 +82,9 @@ extension SessionManager {
                            issuedAt: info.issuedAtMilliseconds.map { Date(millisecondsSince1970: $0) })
     }
 
-    private func refreshAudience(_ audience: String, minTTL: Duration, refresher: @escaping AudienceTokenRefresher) async throws -> Credentials {
-        let lock = try await sessionLock(waitingForRefresh: false)
+    private func refreshAudience(_ audience: String, minTTL: Duration, lockWait: Duration?,
+                                 refresher: @escaping AudienceTokenRefresher) async throws -> Credentials {
+        let lock = try await sessionLock(waitingForRefresh: false, timeout: lockWait)
         defer { lock.release() }
         // Another process may have fetched it (or refreshed the session) while we waited.
         let (user, latest) = try currentCredentials()

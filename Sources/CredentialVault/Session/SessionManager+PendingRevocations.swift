@@ -37,8 +37,10 @@ extension SessionManager {
 
     /// Keeps tokens whose revocation failed, to try again later. Nothing is kept without a vault
     /// key (the tokens are then only in the caller's report) or in a fleet session.
-    package func keepForRevocation(_ tokens: [(token: SecureBytes, hint: String)], server: String, clientID: String) async throws {
-        guard !tokens.isEmpty, fleet == nil, agent == nil, let store = try await openStoreOffPool(create: false) else { return }
+    /// - Returns: whether they were kept.
+    @discardableResult
+    package func keepForRevocation(_ tokens: [(token: SecureBytes, hint: String)], server: String, clientID: String) async throws -> Bool {
+        guard !tokens.isEmpty, fleet == nil, agent == nil, let store = try await openStoreOffPool(create: false) else { return false }
         let now = configuration.clock()
         var entries: [NewEntry] = []
         for (token, hint) in tokens {
@@ -53,6 +55,16 @@ extension SessionManager {
             Self.prunePendingRevocations(in: &transaction, now: now)
         }
         logger.notice("kept tokens whose revocation failed, to try again", metadata: ["tokens": "\(tokens.count)"])
+        return true
+    }
+
+    /// Keeps the refresh and access tokens of `credentials` whose types (`"refresh_token"`,
+    /// `"access_token"`) are not in `revoked`, for a later sign-out with a client of `server` and `clientID`.
+    /// - Returns: how many tokens were kept.
+    package func keepUnrevoked(_ credentials: Credentials, revoked: [String], server: String, clientID: String) async throws -> Int {
+        let tokens = [(credentials.refreshToken, "refresh_token"), (Optional(credentials.accessToken), "access_token")]
+            .compactMap { token, hint in token.map { (token: $0, hint: hint) } }.filter { !revoked.contains($0.hint) }
+        return try await keepForRevocation(tokens, server: server, clientID: clientID) ? tokens.count : 0
     }
 
     /// The tokens waiting for their revocation, oldest first (expired ones are removed first).

@@ -90,12 +90,19 @@ public actor SessionManager {
     ///   to count as signed in.
     /// - Returns: The session state. Never throws: failures are `.unavailable` with a reason.
     public func restore(minTTL: Duration = .zero) async -> SessionState {
-        let state = await loadState(minTTL: minTTL)
+        await restore(minTTL: minTTL, refreshLockWait: nil)
+    }
+
+    /// `restore(minTTL:)` where a refresh in flight in another process (its journal on disk) is
+    /// waited for up to `refreshLockWait` (at least `lockTimeout`): the refresher's whole budget,
+    /// as every wait on a refresh in flight (`validCredentials(minTTL:refreshLockWait:refresher:)`).
+    package func restore(minTTL: Duration, refreshLockWait: Duration?) async -> SessionState {
+        let state = await loadState(minTTL: minTTL, refreshLockWait: refreshLockWait)
         publish(state)
         return state
     }
 
-    func loadState(minTTL: Duration) async -> SessionState {
+    func loadState(minTTL: Duration, refreshLockWait: Duration? = nil) async -> SessionState {
         if let fleet { return await fleetState(fleet, minTTL: minTTL) }
         do {
             // Read first; only the very first launch writes (the new anonymous id).
@@ -114,7 +121,8 @@ public actor SessionManager {
                 profile = try profiles.load() ?? profile
             }
             if let journal = profile.refreshInFlight, !journal.interrupted {
-                let lock = try await sessionLock()
+                // A refresh in flight (here or in another process) holds the lock: waited for as long as it may take.
+                let lock = try await sessionLock(timeout: refreshLockWait)
                 refreshRecovery = try settleRefresh()
                 lock.release()
                 profile = try profiles.load() ?? profile
@@ -424,9 +432,14 @@ public actor SessionManager {
     /// atomically, as `validCredentials`).
     /// - Throws: as `validCredentials(minTTL:refresher:)`.
     public func refreshNow(refresher: @escaping TokenRefresher) async throws -> Credentials {
+        try await refreshNow(refreshLockWait: nil, refresher: refresher)
+    }
+
+    /// `refreshNow(refresher:)` waiting for another process's refresh up to `refreshLockWait` (at least `lockTimeout`).
+    package func refreshNow(refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let fleet { return try await fleetRefreshNow(fleet, refresher: refresher) }
         if let refreshTask { _ = try? await refreshTask.value }
-        let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true) }
+        let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true, lockWait: refreshLockWait) }
         refreshTask = task
         defer { refreshTask = nil }
         return try await task.value

@@ -25,13 +25,21 @@ extension VaultCommand {
             if case let .unavailable(why) = state { throw why.error ?? VaultError(.wrongKey, "the vault is locked: \(why)") }
             // Someone signed in: signed out first, and the removed tokens revoked with the stored
             // client (as 'vault signout' does), before the guest starts over.
-            if let user = state.user {
-                let stored = await context.storedClientResult(options)
+            guard let user = state.user else {
+                return try StandardIO.printOutput(try await session.enterGuestMode(resetAnonymousID: reset) + "\n")
+            }
+            let stored = await context.storedClientResult(options)
+            let anonymousID = try await OAuthSupport.endingSession(stored: stored, options: options, server: server, context: context) { client in
+                let (anonymousID, revocation) = try await client.enterGuestMode(session, resetAnonymousID: reset)
+                ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
+                OAuthSupport.show(revocation)
+                return anonymousID
+            } without: { why in
                 let removed = try await session.signOut()
                 ErrorReport.note("Signed out '\(TerminalText.escaped(user.id))'.")
-                await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context, session: session)
+                await OAuthSupport.notRevoked(removed, why, session: session)
+                return try await session.enterGuestMode(resetAnonymousID: reset)
             }
-            let anonymousID = try await session.enterGuestMode(resetAnonymousID: reset)
             try StandardIO.printOutput(anonymousID + "\n")
         }
     }

@@ -30,7 +30,7 @@ extension VaultCommand {
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists)
             _ = await manager.restore()
             let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
-                try await manager.refreshNow(refresher: client.refresher)
+                try await client.refreshNow(manager)
             }
             ErrorReport.note("Refreshed: \(credentials)")
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CredentialVault
 import FoundationEssentials
+import VaultCrypto
 
 extension VaultCommand {
     /// `vault signin`: stores an OAuth 2.0 token response and upgrades the guest.
@@ -49,6 +50,9 @@ extension VaultCommand {
 
         @OptionGroup var client: ClientOptions
 
+        @Flag(name: .customLong("no-dpop"), help: "With --browser or --device: turn the stored client's DPoP off and remove its key.")
+        var noDPoP = false
+
         @Option(help: "A display name.")
         var name: String?
 
@@ -83,6 +87,7 @@ extension VaultCommand {
             }
             if let redirectPort, !(1...65535).contains(redirectPort) { throw ValidationError("--redirect-port must be 1 to 65535") }
             guard (1...3600).contains(waitSeconds) else { throw ValidationError("--wait must be between 1s and 1h") }
+            if noDPoP, client.dpop { throw ValidationError("--dpop and --no-dpop: choose one") }
         }
 
         func run(_ context: CommandContext) async throws {
@@ -90,30 +95,10 @@ extension VaultCommand {
             if onFleet, device || browser {
                 throw UsageError("--device and --browser sign in the vault file's user; for a fleet session pipe the token response in")
             }
-            if !device && !browser && self.client.dpop {
-                throw UsageError("--dpop goes with --browser or --device (or 'vault client --dpop')")
+            if !device && !browser && (self.client.dpop || noDPoP) {
+                throw UsageError("--dpop and --no-dpop go with --browser or --device (or 'vault client --dpop')")
             }
-            // A new DPoP key before the first request, so that the sign-in's own tokens are bound.
-            let dpopKey = try self.client.newDPoPKey()
-            if browser {
-                let (result, client) = try await BrowserSignIn.run(client: self.client, server: server, port: redirectPort,
-                                                                   wait: .seconds(waitSeconds), openBrowser: !noOpen, userID: userID,
-                                                                   dpopKey: dpopKey, context: context)
-                guard let subject = userID ?? result.subject else { throw UsageError("the user id is unknown; nothing was stored") }
-                try await finish(user: subject, credentials: result.credentials, context: context,
-                                 serverName: result.name, serverEmail: result.email)
-                try await client.save(to: try await context.openStorage(options), secret: nil, dpopKey: dpopKey)
-                try StoredClientConfiguration.removeProfileCopy(options)
-                return
-            }
-            if device {
-                let (user, credentials, client) = try await DeviceSignIn.run(options: options, client: self.client, server: server, userID: userID,
-                                                                             dpopKey: dpopKey, context: context)
-                try await finish(user: user, credentials: credentials, context: context)
-                try await client.save(to: try await context.openStorage(options), secret: nil, dpopKey: dpopKey)
-                try StoredClientConfiguration.removeProfileCopy(options)
-                return
-            }
+            if device || browser { return try await signInThroughServer(context) }
             guard let userID = userID ?? (onFleet ? session : nil) else {
                 throw UsageError("--user-id is required when the token response is piped in (or use --device)")
             }
@@ -138,19 +123,76 @@ extension VaultCommand {
             try await finish(user: userID, credentials: credentials, context: context)
         }
 
-        private func finish(user userID: String, credentials: Credentials, context: CommandContext,
-                            serverName: String? = nil, serverEmail: String? = nil) async throws {
+        /// `--browser` or `--device`: the library's sign-in with the client given on the command line,
+        /// which is then stored (sealed) for `token`, `refresh` and `signout`.
+        private func signInThroughServer(_ context: CommandContext) async throws {
+            var stored = try self.client.stored()
+            if browser, stored.issuer == nil { throw UsageError("--browser needs --issuer (the ID token is verified against it)") }
+            let dpopKey = try await dpop(context)
+            stored.dpop = dpopKey != nil
+            // The CA bundle's bytes as hashed into the configuration a moment ago (ClientOptions.stored).
+            let bundle = try stored.verifiedCABundle()
             let session = try await context.session(options, fleetSession: self.session, key: .required)
             _ = await session.restore()
-            let user = User(id: userID, displayName: name ?? serverName, email: email ?? serverEmail,
-                            signInMethod: method ?? (device ? "device" : browser ? "browser" : nil), onboardingComplete: onboarded)
-            let report = try await session.signIn(user: user, credentials: credentials, policy: mergePolicy)
+            let openBrowser = !noOpen
+            let method: CommandSignInMethod = if browser {
+                .browser(port: redirectPort, wait: .seconds(waitSeconds)) { url in
+                    ErrorReport.note("To sign in, open this address in a browser:\n" + TerminalText.escaped(url))
+                    guard openBrowser else { return }
+                    if !SystemBrowser.open(url) {
+                        ErrorReport.note("warning: could not start a browser ($BROWSER, else xdg-open); open the address above yourself")
+                    }
+                    ErrorReport.note("Waiting for the browser…")
+                }
+            } else {
+                .device { ErrorReport.note($0 + "\nWaiting for approval…") }
+            }
+            // A public client: no secret, so no key is needed until the tokens are stored.
+            let client = try context.requireOAuth().client(for: stored, secret: nil, requestTimeout: server.requestTimeout,
+                                                           caBundle: bundle, dpopKey: dpopKey)
+            let report = try await OAuthSupport.using(client) { client in
+                try await client.signIn(session, method: method, policy: mergePolicy, lookingUpSubject: userID == nil) { found in
+                    guard let id = userID ?? found.subject else {
+                        throw UsageError("the server sent no ID token and no userinfo, so the user id is unknown; nothing was stored "
+                                         + "and the tokens were revoked",
+                                         hint: "pass --user-id ID (and add the 'openid' scope if the server supports it)")
+                    }
+                    return User(id: id, displayName: name ?? found.name, email: email ?? found.email,
+                                signInMethod: self.method ?? found.methodName, onboardingComplete: onboarded)
+                }
+            }
+            let storage = try await context.openStorage(options)
+            try await stored.save(to: storage, secret: nil, dpopKey: dpopKey)
+            if dpopKey == nil { try await StoredClientConfiguration.removeDPoPKey(from: storage) }
+            try StoredClientConfiguration.removeProfileCopy(options)
+            try show(report)
+        }
+
+        /// The DPoP key the sign-in binds its tokens to, nil for none: the stored client's setting
+        /// and key are kept (a new key only when there is none); `--dpop` turns it on, `--no-dpop` off.
+        private func dpop(_ context: CommandContext) async throws -> SecureBytes? {
+            if noDPoP { return nil }
+            let storedDPoP = (try? await context.storedClientResult(options).get())??.dpop == true
+            guard client.dpop || storedDPoP else { return nil }
+            if storedDPoP, let existing = try? await context.dpopKey(options) { return existing }
+            return try P256SigningKey().rawRepresentation
+        }
+
+        private func finish(user userID: String, credentials: Credentials, context: CommandContext) async throws {
+            let session = try await context.session(options, fleetSession: self.session, key: .required)
+            _ = await session.restore()
+            let user = User(id: userID, displayName: name, email: email, signInMethod: method, onboardingComplete: onboarded)
+            try show(try await session.signIn(user: user, credentials: credentials, policy: mergePolicy))
+        }
+
+        /// The migration report on standard output (`--json`, or fields).
+        private func show(_ report: MigrationReport) throws {
             if json {
                 try StandardIO.printOutput(TextLayout.json(report.jsonValue))
             } else {
                 let shown = { (names: [String]) in names.isEmpty ? "-" : names.map { TerminalText.escaped($0) }.joined(separator: ", ") }
                 try StandardIO.printOutput(TextLayout.fields([
-                    ("signed in", TerminalText.escaped(userID)),
+                    ("signed in", TerminalText.escaped(report.userID)),
                     ("from guest", TerminalText.escaped(report.anonymousID)),
                     ("moved", shown(report.moved)),
                     ("stayed with guest", shown(report.stayed)),

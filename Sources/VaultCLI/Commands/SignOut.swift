@@ -37,16 +37,23 @@ extension VaultCommand {
         static var oauthHandOver: OAuthHandOver { .whenInstalled }
 
         func run(_ context: CommandContext) async throws {
-            // With a client stored, the tokens are revoked after the wipe (this runs in vault-oauth
-            // when it is installed; without it the wipe still happens, and the revocation is reported failed).
+            // With a client stored, the library signs out and then revokes (this runs in vault-oauth
+            // when it is installed; without it the wipe still happens, and the tokens are kept for later).
             let session = try await context.session(options, fleetSession: fleetSession, key: .whenVaultExists)
             let stored = await context.storedClientResult(options)
             if recover { return try await recoverMissingProfile(session, stored: stored, context: context) }
             let before = await session.restore()
-            let removed = try await session.signOut(newAnonymousID: newAnonymousID)
-            await TokenRevocation.revoke(removed, stored: stored, options: options, server: server, context: context, session: session)
+            let hadTokens = try await OAuthSupport.endingSession(stored: stored, options: options, server: server, context: context) { client in
+                let revocation = try await client.signOut(session, newAnonymousID: newAnonymousID)
+                OAuthSupport.show(revocation)
+                return revocation.hadTokens
+            } without: { why in
+                let removed = try await session.signOut(newAnonymousID: newAnonymousID)
+                await OAuthSupport.notRevoked(removed, why, session: session)
+                return removed != nil
+            }
             if let fleetSession {
-                return ErrorReport.note(removed != nil ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
+                return ErrorReport.note(hadTokens ? "Signed out the session '\(TerminalText.escaped(fleetSession))'." : "The session had no tokens.")
             }
             ErrorReport.note(before.user.map { "Signed out '\(TerminalText.escaped($0.id))'." } ?? "Nobody was signed in.")
             try StandardIO.printOutput((await session.anonymousID ?? "") + "\n")
@@ -56,9 +63,16 @@ extension VaultCommand {
         private func recoverMissingProfile(_ session: SessionManager, stored: Result<StoredClientConfiguration?, VaultError>,
                                            context: CommandContext) async throws {
             guard fleetSession == nil else { throw UsageError("--recover is for the vault file's session") }
-            let ended = try await session.recoverFromMissingProfile { userID, credentials in
-                ErrorReport.note("Ending the session of '\(TerminalText.escaped(userID))'.")
-                await TokenRevocation.revoke(credentials, stored: stored, options: options, server: server, context: context, session: session)
+            let ending: @Sendable (String) -> Void = { userID in ErrorReport.note("Ending the session of '\(TerminalText.escaped(userID))'.") }
+            let ended = try await OAuthSupport.endingSession(stored: stored, options: options, server: server, context: context) { client in
+                let revocations = try await client.recoverFromMissingProfile(session, ending: ending)
+                for revocation in revocations.values { OAuthSupport.show(revocation) }
+                return Array(revocations.keys)
+            } without: { why in
+                try await session.recoverFromMissingProfile { userID, credentials in
+                    ending(userID)
+                    await OAuthSupport.notRevoked(credentials, why, session: session)
+                }
             }
             guard !ended.isEmpty else {
                 return ErrorReport.note("Nothing to recover: the profile exists, or the vault holds no session.")

@@ -82,7 +82,7 @@ extension VaultCommand {
                                      fix: "store one with 'vault client' or sign in with 'vault signin --browser/--device'")
                 }
                 let credentials = try await OAuthSupport.using(try await context.oauthClient(for: client, options, server)) { oauth in
-                    try await manager.validCredentials(forAudience: audience, minTTL: .seconds(minTTL), refresher: oauth.audienceRefresher)
+                    try await oauth.validCredentials(manager, forAudience: audience, minTTL: .seconds(minTTL))
                 }
                 return try await write(credentials, stored: stored, context: context)
             }
@@ -93,7 +93,7 @@ extension VaultCommand {
             if !state.isUnavailable, let client = try stored.get() {
                 // Runs in vault-oauth when it is installed; without it the client is missing (66).
                 let credentials = try await OAuthSupport.using(try await context.oauthClient(for: client, options, server)) { oauth in
-                    try await Self.fresh(session: manager, state: state, stored: client, client: oauth, minTTL: minTTL)
+                    try await Self.fresh(session: manager, stored: client, client: oauth, minTTL: minTTL)
                 }
                 return try await write(credentials, stored: stored, context: context)
             }
@@ -143,14 +143,12 @@ extension VaultCommand {
 
         /// Refreshes the user's session, or for a client_credentials client gets a token for the
         /// client itself (`SessionManager.clientCredentials`).
-        static func fresh(session: SessionManager, state: SessionState, stored: StoredClientConfiguration,
-                          client: any CommandOAuthClient, minTTL: Int64) async throws -> Credentials {
+        static func fresh(session: SessionManager, stored: StoredClientConfiguration, client: any CommandOAuthClient,
+                          minTTL: Int64) async throws -> Credentials {
             if stored.grant == .clientCredentials {
-                return try await session.clientCredentials(clientID: stored.clientID, minTTL: .seconds(minTTL)) {
-                    try await client.clientCredentials()
-                }
+                return try await client.clientCredentials(session, clientID: stored.clientID, minTTL: .seconds(minTTL))
             }
-            return try await session.validCredentials(minTTL: .seconds(minTTL), refresher: client.refresher)
+            return try await client.validCredentials(session, minTTL: .seconds(minTTL))
         }
     }
 }

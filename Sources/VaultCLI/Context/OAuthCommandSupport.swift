@@ -17,46 +17,82 @@ package protocol OAuthCommandSupport: Sendable {
     func report(_ error: any Error) -> ReportedError?
 }
 
-/// An OAuth 2.0 client as the commands use it (`OAuthClient` behind `VaultOAuthCLI`).
+/// The session operations that talk to the authorization server, as the commands use them: each
+/// one is the library's `SessionManager` extension (CredentialVaultOAuth) called with this
+/// client, so that a sign-in, a sign-out or a refresh is written once, in the library.
 package protocol CommandOAuthClient: Sendable {
-    /// The refresh grant (RFC 6749 §6); the server's error as the OAuth client throws it.
-    func refresh(_ refreshToken: SecureBytes) async throws -> Credentials
-    /// The refresher for `SessionManager`: `invalid_grant` becomes `RefreshFailure.invalidGrant`.
-    var refresher: TokenRefresher { get }
-    /// The refresher for a token of another audience (RFC 8707 `resource`).
-    var audienceRefresher: AudienceTokenRefresher { get }
-    /// The client credentials grant (RFC 6749 §4.4).
-    func clientCredentials() async throws -> Credentials
-    /// The device authorization grant (RFC 8628): `show` gets the text for the user (the
-    /// verification URI and code), then this polls until the user approves.
-    /// - Returns: the tokens, and with `lookingUpSubject` the user id from the ID token or
-    ///   userinfo when the server gives one.
-    func signInWithDevice(lookingUpSubject: Bool, show: (String) -> Void) async throws -> (credentials: Credentials, subject: String?)
-    /// The browser sign-in (authorization code + PKCE, loopback redirect): `open` gets the
-    /// authorization URL; the tokens come back with the verified user, when the server said.
-    func signInWithBrowser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void) async throws -> CommandSignIn
-    /// Revokes the refresh and access tokens (RFC 7009); never throws.
-    /// - Returns: whether every revocation succeeded, what happened (for the user), and the token
-    ///   types revoked ("refresh_token", "access_token").
-    func revokeAll(_ credentials: Credentials) async -> (succeeded: Bool, summary: String, revoked: [String])
-    /// Revokes one token (RFC 7009) with its type hint; never throws. - Returns: whether it was revoked.
-    func revoke(_ token: SecureBytes, hint: String) async -> Bool
+    /// Signs in through the server (`SessionManager.signIn(using:client:…)`): every ID token is
+    /// verified; `user` makes the account from what the server said (it may throw: the fresh
+    /// tokens are then revoked, as when the sign-in cannot be saved).
+    /// - Parameter lookingUpSubject: whether to ask userinfo for the user id when no ID token came.
+    func signIn(_ session: SessionManager, method: CommandSignInMethod, policy: MergePolicy, lookingUpSubject: Bool,
+                user: @Sendable (CommandSignInIdentity) throws -> User) async throws -> MigrationReport
+    /// Signs out locally, then revokes the removed tokens (and those kept from earlier sign-outs);
+    /// what failed is kept sealed for a later try (`SessionManager.signOut(revokingWith:…)`).
+    func signOut(_ session: SessionManager, newAnonymousID: Bool) async throws -> CommandRevocation
+    /// Enters guest mode, revoking the signed-out user's tokens (`SessionManager.enterGuestMode(resetAnonymousID:revokingWith:)`).
+    func enterGuestMode(_ session: SessionManager, resetAnonymousID: Bool) async throws -> (anonymousID: String, revocation: CommandRevocation)
+    /// Ends the sessions of a vault whose profile is missing, each revoked first; `ending` is told each user id first.
+    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void) async throws -> [String: CommandRevocation]
+    /// One refresh now (`SessionManager.refreshNow(client:)`); a refused ID token keeps the old tokens.
+    func refreshNow(_ session: SessionManager) async throws -> Credentials
+    /// Credentials valid for `minTTL`, refreshed when needed, waiting for another process's refresh
+    /// up to the client's refresh budget (`SessionManager.validCredentials(minTTL:client:)`).
+    func validCredentials(_ session: SessionManager, minTTL: Duration) async throws -> Credentials
+    /// A token for another audience (RFC 8707), cached until it expires (`SessionManager.validCredentials(forAudience:…)`).
+    func validCredentials(_ session: SessionManager, forAudience audience: String, minTTL: Duration) async throws -> Credentials
+    /// The client's own token (client credentials grant), cached in the session (`SessionManager.clientCredentials(clientID:…)`).
+    func clientCredentials(_ session: SessionManager, clientID: String, minTTL: Duration) async throws -> Credentials
     /// Closes the client's connections.
     func shutdown() async throws
 }
 
-/// What a sign-in through the server gave: the tokens, and the user as the server verified them.
-package struct CommandSignIn: Sendable {
-    package let credentials: Credentials
+/// How `vault signin` signs in through the server.
+package enum CommandSignInMethod: Sendable {
+    /// The device authorization grant: `show` gets the text for the user (the address and code).
+    case device(show: @Sendable (String) -> Void)
+    /// The browser: `open` gets the authorization URL (authorization code + PKCE, loopback redirect).
+    case browser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void)
+}
+
+/// What the server said of the user who signed in.
+package struct CommandSignInIdentity: Sendable {
+    /// The verified ID token's `sub`, else userinfo's; nil when the server told neither.
     package let subject: String?
+    /// The verified ID token's `name` and `email`.
     package let name: String?
     package let email: String?
+    /// "device" or "browser".
+    package let methodName: String
 
-    package init(credentials: Credentials, subject: String?, name: String? = nil, email: String? = nil) {
-        self.credentials = credentials
+    package init(subject: String?, name: String?, email: String?, methodName: String) {
         self.subject = subject
         self.name = name
         self.email = email
+        self.methodName = methodName
+    }
+}
+
+/// What happened to the tokens at the server (RFC 7009) after a sign-out; the local wipe has
+/// happened whatever it says.
+package struct CommandRevocation: Sendable {
+    /// False when a revocation failed.
+    package let succeeded: Bool
+    /// What happened, for the user ("revoked refresh_token, access_token", "nothing to revoke", …).
+    package let summary: String
+    /// Whether there were tokens to revoke.
+    package let hadTokens: Bool
+    /// How many tokens whose revocation failed were kept sealed for a later try.
+    package let keptForLater: Int
+    /// The tokens kept from earlier sign-outs tried again: revoked, of how many.
+    package let earlier: (revoked: Int, tried: Int)?
+
+    package init(succeeded: Bool, summary: String, hadTokens: Bool, keptForLater: Int, earlier: (revoked: Int, tried: Int)?) {
+        self.succeeded = succeeded
+        self.summary = summary
+        self.hadTokens = hadTokens
+        self.keptForLater = keptForLater
+        self.earlier = earlier
     }
 }
 

@@ -2,198 +2,16 @@ import CredentialVault
 import FoundationEssentials
 import VaultCrypto
 
-/// The OAuth client configuration the CLI keeps: everything that decides where a token or the
-/// client secret is sent and whom to trust (issuer, client id, endpoints, authentication method,
-/// scopes, grant, the CA bundle's path and SHA-256) is sealed in the vault, as the entry
-/// `session.oauth-client` (its JSON, authenticated by the vault's key like every entry), beside
-/// the client secret's entry `session.oauth-client-secret`; the same on a PostgreSQL store.
-///
-/// Versions before this one kept the configuration in the plain profile (top-level key
-/// "oauthClient"), where anyone who can write the file could redirect the tokens. Such a copy is
-/// never adopted silently: it is refused (65) until `vault client --seal` seals it, and a profile
-/// copy that differs from the sealed one is refused as tampered.
-package struct StoredClientConfiguration: Equatable, Sendable {
-    static let profileKey = "oauthClient"
-    static let secretEntry = "session.oauth-client-secret"
-    static let sealedEntry = "session.oauth-client"
-    /// The DPoP private key (`--dpop`), sealed like the client secret; never printed.
-    static let dpopKeyEntry = "session.oauth-dpop-key"
-
-    package var issuer: String?
-    package var clientID: String
-    /// How the client authenticates at the token endpoint.
-    package var authMethod: ClientAuthMethod
-    /// How `vault token` gets a token: a user's refresh token, or the client's own credentials.
-    package var grant: ClientGrant
-    package var scopes: [String]
-    package var tokenEndpoint: String?
-    package var revocationEndpoint: String?
-    package var deviceEndpoint: String?
-    /// Where the browser sign-in sends the user (`--authorization-endpoint`), else discovered.
-    package var authorizationEndpoint: String?
-    package var caBundle: String?
-    /// The SHA-256 of the CA bundle's contents when it was stored (hex): a changed bundle is refused.
-    package var caBundleSHA256: String?
-    /// Whether the client binds its tokens with DPoP (RFC 9449); the key is `dpopKeyEntry`.
-    package var dpop: Bool = false
-
-    /// The JSON object kept in the profile (or a fleet's store): the RFC spellings of the method and grant.
-    var jsonValue: JSONValue {
-        var object: [String: JSONValue] = ["clientId": .string(clientID), "authMethod": .string(authMethod.rawValue),
-                                           "grant": .string(grant.rawValue), "scopes": .array(scopes.map(JSONValue.string))]
-        let optional: [(String, String?)] = [("issuer", issuer), ("tokenEndpoint", tokenEndpoint),
-                                             ("revocationEndpoint", revocationEndpoint), ("deviceEndpoint", deviceEndpoint),
-                                             ("authorizationEndpoint", authorizationEndpoint),
-                                             ("caBundle", caBundle), ("caBundleSha256", caBundleSHA256)]
-        for case let (key, value?) in optional { object[key] = .string(value) }
-        if dpop { object["dpop"] = .bool(true) }
-        return .object(object)
-    }
-
-    init(issuer: String?, clientID: String, authMethod: ClientAuthMethod = .none, grant: ClientGrant = .refreshToken, scopes: [String] = [],
-         tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, deviceEndpoint: String? = nil,
-         authorizationEndpoint: String? = nil, caBundle: String? = nil, caBundleSHA256: String? = nil) {
-        self.issuer = issuer
-        self.clientID = clientID
-        self.authMethod = authMethod
-        self.grant = grant
-        self.scopes = scopes
-        self.tokenEndpoint = tokenEndpoint
-        self.revocationEndpoint = revocationEndpoint
-        self.deviceEndpoint = deviceEndpoint
-        self.authorizationEndpoint = authorizationEndpoint
-        self.caBundle = caBundle
-        self.caBundleSHA256 = caBundleSHA256
-    }
-
-    /// Reads a stored configuration. - Throws: `.invalidInput` for a method or grant this version does not know.
-    init?(_ value: JSONValue?) throws {
-        guard case .object(let members)? = value, let clientID = members["clientId"]?.stringValue else { return nil }
-        let method = members["authMethod"]?.stringValue ?? ClientAuthMethod.none.rawValue
-        let grant = members["grant"]?.stringValue ?? ClientGrant.refreshToken.rawValue
-        guard let authMethod = ClientAuthMethod(rawValue: method) else {
-            throw VaultError(.invalidInput, "the stored client authentication '\(TerminalText.escaped(method))' is unknown",
-                             fix: "store the client again with 'vault client'")
-        }
-        guard let clientGrant = ClientGrant(rawValue: grant) else {
-            throw VaultError(.invalidInput, "the stored client grant '\(TerminalText.escaped(grant))' is unknown",
-                             fix: "store the client again with 'vault client'")
-        }
-        self.init(issuer: members["issuer"]?.stringValue, clientID: clientID, authMethod: authMethod, grant: clientGrant,
-                  scopes: members["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                  tokenEndpoint: members["tokenEndpoint"]?.stringValue,
-                  revocationEndpoint: members["revocationEndpoint"]?.stringValue,
-                  deviceEndpoint: members["deviceEndpoint"]?.stringValue,
-                  authorizationEndpoint: members["authorizationEndpoint"]?.stringValue, caBundle: members["caBundle"]?.stringValue,
-                  caBundleSHA256: members["caBundleSha256"]?.stringValue)
-        dpop = members["dpop"] == .bool(true)
-    }
-
-    /// The server a pending revocation names (as the library's `OAuthClient` does): the issuer,
-    /// else the revocation endpoint.
-    var revocationServer: String { issuer ?? revocationEndpoint ?? "" }
-
-    /// The copy an earlier version kept in the plain profile, if any (never used as it is).
+extension StoredClientConfiguration {
+    /// The copy an earlier version kept in `options`' plain profile, if any (never used as it is).
     static func profileCopy(_ options: VaultOptions) throws -> StoredClientConfiguration? {
-        try StoredClientConfiguration(try ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout).load()?.extra[profileKey])
+        try profileCopy(directory: options.directory, lockTimeout: options.lockTimeout)
     }
 
     /// Removes the profile's copy (once the configuration is sealed, or forgotten).
     static func removeProfileCopy(_ options: VaultOptions) throws {
-        let profiles = ProfileStore(directory: options.directory, lockTimeout: options.lockTimeout)
-        guard try profiles.load()?.extra[profileKey] != nil else { return }
-        try profiles.update { profile in profile.extra[profileKey] = nil }
+        try removeProfileCopy(directory: options.directory, lockTimeout: options.lockTimeout)
     }
-
-    /// The sealed configuration checked against a profile copy: a copy that is not sealed, or that
-    /// differs from the sealed one, is refused (nothing is sent anywhere on its word).
-    static func checked(sealed: StoredClientConfiguration?, profileCopy: StoredClientConfiguration?) throws -> StoredClientConfiguration? {
-        switch (sealed, profileCopy) {
-        case (nil, nil):
-            return nil
-        case (nil, _?):
-            throw VaultError(.tampered, "profile.json holds an OAuth client configuration that the vault does not seal (written by an "
-                             + "earlier version, or by someone who can write the profile); it decides where tokens are sent, so it is not used",
-                             fix: "check the issuer and endpoints it names ('vault client --seal' shows them), then seal it with "
-                                + "'vault client --seal', or store the client again with 'vault client'")
-        case let (sealed?, copy?) where copy != sealed:
-            throw VaultError(.tampered, "the OAuth client configuration in profile.json differs from the one sealed in the vault; "
-                             + "nothing was sent", fix: "store the client again with 'vault client', or remove the profile's \"oauthClient\"")
-        case let (sealed?, _):
-            return sealed
-        }
-    }
-
-    /// The SHA-256 (hex) of a CA bundle's contents.
-    static func fingerprint(ofBundle path: String) throws -> String {
-        try fingerprint(of: try readBundle(path))
-    }
-
-    private static func readBundle(_ path: String) throws -> [UInt8] {
-        try SecureFileSystem.readInputFile(path, maxBytes: 16 << 20)
-    }
-
-    private static func fingerprint(of bytes: [UInt8]) throws -> String {
-        try SHA256.hash(bytes).hexString
-    }
-
-    /// The CA bundle's bytes, read once and checked against the SHA-256 sealed with the
-    /// configuration: the client trusts exactly these bytes (no second read by path). Nil without a bundle.
-    /// - Throws: `.tampered` when its contents changed since the configuration was stored.
-    func verifiedCABundle() throws -> [UInt8]? {
-        guard let caBundle else { return nil }
-        guard let expected = caBundleSHA256 else {
-            throw VaultError(.tampered, "the stored CA bundle has no recorded fingerprint", path: caBundle,
-                             fix: "store the client again with 'vault client --ca-bundle'")
-        }
-        let bytes = try Self.readBundle(caBundle)
-        guard try Self.fingerprint(of: bytes) == expected else {
-            throw VaultError(.tampered, "the CA bundle changed since the OAuth client was stored; it decides which servers are trusted",
-                             path: caBundle, fix: "if the change is yours, store the client again with 'vault client --ca-bundle'")
-        }
-        return bytes
-    }
-
-    /// The configuration sealed in a store (the vault file or PostgreSQL), if any.
-    static func load(from store: any SecretStorage) async throws -> StoredClientConfiguration? {
-        let entry: VaultEntry
-        do {
-            entry = try await store.readEntry(named: sealedEntry, owner: "")
-        } catch let error as VaultError where error.code == .notFound {
-            return nil
-        }
-        let json = entry.secret.withUnsafeBytes { Array($0) }
-        return try StoredClientConfiguration(try JSONValue(parsing: json))
-    }
-
-    /// Seals it in a store, with the client secret and the DPoP key when there are, in one transaction.
-    func save(to store: any SecretStorage, secret: SecureBytes?, dpopKey: SecureBytes? = nil) async throws {
-        var entries = [NewEntry(name: Self.sealedEntry, secret: SecureBytes(copying: try jsonValue.serialized()), transferable: false)]
-        if let secret { entries.append(NewEntry(name: Self.secretEntry, secret: secret, transferable: false)) }
-        if let dpopKey { entries.append(NewEntry(name: Self.dpopKeyEntry, secret: dpopKey, transferable: false)) }
-        _ = try await store.storeEntries(entries, replace: true)
-    }
-}
-
-/// How an OAuth client authenticates at the token endpoint (RFC 6749 §2.3, OIDC Core §9).
-package enum ClientAuthMethod: String, Sendable, CaseIterable {
-    /// A public client: no secret.
-    case none
-    /// The secret in an `Authorization: Basic` header.
-    case clientSecretBasic = "client_secret_basic"
-    /// The secret in the form body.
-    case clientSecretPost = "client_secret_post"
-
-    /// Whether the method sends a client secret (which is then kept in the vault).
-    package var sendsSecret: Bool { self != .none }
-}
-
-/// How `vault token` gets a token for a stored client.
-package enum ClientGrant: String, Sendable, CaseIterable {
-    /// A user signed in; the token is refreshed with the refresh token (RFC 6749 §6).
-    case refreshToken = "refresh_token"
-    /// A daemon: the client fetches a token for itself (RFC 6749 §4.4).
-    case clientCredentials = "client_credentials"
 }
 
 /// The OAuth client's use by the commands.
@@ -208,5 +26,66 @@ enum OAuthSupport {
             try? await client.shutdown()
             throw error
         }
+    }
+
+    /// Why the tokens a sign-out removes cannot be revoked now: the stored client cannot be read or
+    /// made (no vault-oauth, a missing secret, a changed CA bundle, a forged profile copy).
+    struct NoRevocation {
+        /// What went wrong (shown in the warning).
+        let reason: String
+        /// The stored client, when it could be read: the tokens are kept for its next sign-out.
+        let stored: StoredClientConfiguration?
+    }
+
+    /// Ends a session through the library with the stored client (`withClient`: sign-out, guest,
+    /// recovery, each revoking at the server), or, with no client stored or none that can be
+    /// made, `without` (the local wipe only; told why the tokens cannot be revoked, nil when no
+    /// client is stored). The wipe never depends on the server.
+    static func endingSession<T>(stored: Result<StoredClientConfiguration?, VaultError>, options: VaultOptions, server: ServerOptions,
+                                 context: CommandContext, _ withClient: (any CommandOAuthClient) async throws -> T,
+                                 without: (NoRevocation?) async throws -> T) async throws -> T {
+        let client: any CommandOAuthClient
+        switch stored {
+        case .success(nil):
+            return try await without(nil)
+        case let .failure(error):
+            return try await without(NoRevocation(reason: error.message, stored: nil))
+        case let .success(stored?):
+            do {
+                client = try await context.oauthClient(for: stored, options, server)
+            } catch {
+                return try await without(NoRevocation(reason: "\(error)", stored: stored))
+            }
+        }
+        return try await using(client, withClient)
+    }
+
+    /// Says what happened to tokens a sign-out removed but could not revoke, and keeps them
+    /// sealed for the next sign-out that reaches the stored client's server.
+    static func notRevoked(_ removed: Credentials?, _ why: NoRevocation?, session: SessionManager) async {
+        guard let removed, let why else { return }
+        ErrorReport.note("warning: the tokens were not revoked at the server: \(TerminalText.escaped(why.reason))")
+        guard let stored = why.stored else { return }
+        do {
+            let kept = try await session.keepUnrevoked(removed, revoked: [], server: stored.revocationServer, clientID: stored.clientID)
+            if kept > 0 { ErrorReport.note(keptNote(kept)) }
+        } catch {
+            ErrorReport.note("warning: the tokens whose revocation failed could not be kept for another try")
+        }
+    }
+
+    /// Tells the user what the server did with the tokens (standard error; a failure is a warning).
+    static func show(_ revocation: CommandRevocation) {
+        if revocation.hadTokens {
+            ErrorReport.note(revocation.succeeded ? "Server: \(revocation.summary)." : "warning: \(revocation.summary)")
+        }
+        if revocation.keptForLater > 0 { ErrorReport.note(keptNote(revocation.keptForLater)) }
+        if let (revoked, tried) = revocation.earlier {
+            ErrorReport.note("Server: revoked \(revoked) of \(tried) token\(tried == 1 ? "" : "s") kept from an earlier sign-out.")
+        }
+    }
+
+    private static func keptNote(_ count: Int) -> String {
+        "Kept \(count) token\(count == 1 ? "" : "s") sealed in the vault; the next sign-out tries to revoke them again."
     }
 }

@@ -75,7 +75,7 @@ package enum BlockingWait {
     package static func check(_ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
         guard !BlockingTestExecutor.isCurrentThread, withUnsafeCurrentTask(body: { $0 != nil }) else { return }
         let advice = "give the suite the .blockingWork trait (Tests/Support/TestScheduling)"
-        Issue.record("[\(Thread.current.name ?? "-")] \(what()) blocks a thread of Swift's cooperative pool, which every suite's timers need: \(advice)",
+        Issue.record("\(what()) blocks a thread of Swift's cooperative pool, which every suite's timers need: \(advice)",
                      sourceLocation: sourceLocation)
     }
 }

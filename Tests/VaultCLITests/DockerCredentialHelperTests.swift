@@ -121,4 +121,27 @@ import VaultCrypto
         #expect(answer["Secret"] == "s3cr\r")
         #expect(answer["Username"] == username)
     }
+
+    /// Issue 36 point 14: docker's JSON can carry a line feed or a NUL in the user name or the
+    /// secret; the helper stores them and gives them back exactly (with `%` and an escape-looking
+    /// `%41` untouched), and an ordinary credential is stored in the record format as before.
+    @Test func aUserNameOrSecretWithLineFeedOrNULRoundTrips() throws {
+        let world = try World()
+        defer { world.sandbox.cleanUp() }
+        let username = "first\nsecond\u{0}third %0A"
+        let secret = "line1\nline2\u{0}end%41%%\r\n"
+        let request = try JSONSerialization.data(withJSONObject: ["ServerURL": "https://r.example", "Username": username, "Secret": secret])
+        let store = try world.run("store", String(decoding: request, as: UTF8.self))
+        #expect(store.status == 0, "\(store.stdoutText)")
+        let get = try world.run("get", "https://r.example")
+        #expect(get.status == 0, "\(get.stdoutText)")
+        let answer = try #require(try JSONSerialization.jsonObject(with: get.stdout) as? [String: String], "\(get.stdoutText)")
+        #expect(answer == ["ServerURL": "https://r.example", "Username": username, "Secret": secret])
+        let list = try #require(try JSONSerialization.jsonObject(with: try world.run("list", "").stdout) as? [String: String])
+        #expect(list == ["https://r.example": username])
+
+        #expect(try world.run("store", #"{"ServerURL":"https://plain.example","Username":"u","Secret":"p%41"}"#).status == 0)
+        let plain = try world.sandbox.run(["get", "docker:https://plain.example"], environment: world.key)
+        #expect(plain.stdoutText == "username=u\nsecret=p%41\n", "an ordinary record is unchanged")
+    }
 }

@@ -6,8 +6,8 @@ import FoundationEssentials
 ///
 /// Each server's credential is the entry `docker:SERVERURL`, kind `password` (or
 /// `refreshToken` for an identity token, user name `<token>`), whose secret holds the
-/// `username` and `secret` lines. Errors are printed on standard output with exit status 1,
-/// as docker expects; a missing server is exactly "credentials not found in native keychain".
+/// `username` and `secret` lines (`DockerCredentialRecord`, which carries LF and NUL too).
+/// Errors are printed on standard output with exit status 1, as docker expects; a missing server is exactly "credentials not found in native keychain".
 /// Never prompts: the key comes from the options or `$VAULT_KEY_FILE` / `$VAULT_PASSPHRASE`.
 enum DockerCredentialHelper {
     /// The name under which `vault` acts as this helper.
@@ -77,10 +77,8 @@ enum DockerCredentialHelper {
         let fields = try CredentialJSON.parseObject(input, secretKeys: ["Secret"])
         guard let server = fields.text["ServerURL"], !server.isEmpty else { throw Failure(message: missingServerURLMessage) }
         guard let username = fields.text["Username"], !username.isEmpty else { throw Failure(message: missingUsernameMessage) }
-        var stored = CredentialFields()
-        stored.text["username"] = username
-        stored.secrets["secret"] = fields.secrets["Secret"] ?? .empty
-        let entry = NewEntry(name: entryName(server), secret: try stored.encoded(order: ["username", "secret"]),
+        let record = try DockerCredentialRecord.encoded(username: username, secret: fields.secrets["Secret"] ?? .empty)
+        let entry = NewEntry(name: entryName(server), secret: record,
                              kind: username == "<token>" ? .refreshToken : .password, label: "docker credential")
         try context.entryOperation(options, throughAgent: { client, directory in
             _ = try client.store([entry], replace: true, directory: directory)
@@ -100,11 +98,11 @@ enum DockerCredentialHelper {
         } catch let error as VaultError where error.code == .invalidInput {
             throw Failure(message: notFoundMessage) // a URL that could never be a name was never stored
         }
-        let fields = CredentialFields.parse(secret, secretKeys: ["secret"], storedRecord: true)
+        let record = DockerCredentialRecord.decoded(secret)
         return CredentialJSON.object([
             ("ServerURL", SecureBytes(copying: Array(serverURL.utf8))),
-            ("Username", SecureBytes(copying: Array((fields.text["username"] ?? "").utf8))),
-            ("Secret", fields.secrets["secret"] ?? .empty),
+            ("Username", SecureBytes(copying: Array(record.username.utf8))),
+            ("Secret", record.secret),
         ]).appending(SecureBytes(copying: [0x0A]))
     }
 
@@ -125,7 +123,7 @@ enum DockerCredentialHelper {
     /// bidi and format characters as `\uXXXX`) and never terminal-escaped: it is machine output.
     static func list(options: VaultOptions, context: CommandContext) throws -> [UInt8] {
         func pair(_ name: String, _ secret: SecureBytes) -> (String, String) {
-            (String(name.dropFirst(namePrefix.count)), CredentialFields.parse(secret, secretKeys: ["secret"], storedRecord: true).text["username"] ?? "")
+            (String(name.dropFirst(namePrefix.count)), DockerCredentialRecord.decoded(secret).username)
         }
         let pairs = try context.entryOperation(options, throughAgent: { client, directory in
             let names = try client.list(directory: directory, owner: "").map(\.name).filter { $0.hasPrefix(namePrefix) }

@@ -22,12 +22,17 @@ public struct LoopbackRedirectError: Error, Sendable, CustomStringConvertible {
 }
 
 /// An HTTP listener on 127.0.0.1 for one authorization response (RFC 8252 §7.3): it answers
-/// `GET /callback` and nothing else, one connection at a time, with bounded reads.
+/// `GET /callback` and `GET /signin`, one connection at a time, with bounded reads.
 ///
-/// Requests for other paths get 404; a callback whose `state` is missing or wrong gets 400 and
-/// changes nothing (the wait goes on). The first callback with the right `state` is handed to
-/// the caller with its connection still open, so that the browser's page can say how the
-/// sign-in ended (`respond`).
+/// Only this user's own processes are answered: a connection whose peer socket belongs to
+/// another uid (`LoopbackPeer`, the kernel's socket tables) gets 403 before its request is read,
+/// and the wait goes on; so another local user who learnt the `state` cannot complete the
+/// sign-in. `GET /signin` redirects to the authorization URL, so that the browser is started with
+/// this address only and the URL (`state`, `nonce`, `code_challenge`) never sits in a process's
+/// arguments, which every user can read. Requests for other paths get 404; a callback whose
+/// `state` is missing or wrong gets 400 and changes nothing (the wait goes on). The first
+/// callback with the right `state` is handed to the caller with its connection still open, so
+/// that the browser's page can say how the sign-in ended (`respond`).
 final class LoopbackRedirectListener: Sendable {
     /// The bound port.
     let port: Int
@@ -40,6 +45,24 @@ final class LoopbackRedirectListener: Sendable {
 
     /// The redirect URI to register: `http://127.0.0.1:PORT/callback`.
     var redirectURI: String { "http://127.0.0.1:\(port)/callback" }
+
+    /// The address to start the browser with: `http://127.0.0.1:PORT/signin`, which redirects this
+    /// user's browser to the authorization URL.
+    var startURI: String { "http://127.0.0.1:\(port)/signin" }
+
+    /// The start address for the sign-in whose authorization URL is `authorizationURL` (its
+    /// `redirect_uri` names the listener); nil when it names no loopback listener of ours.
+    static func startURI(forAuthorizationURL authorizationURL: String) -> String? {
+        guard let mark = authorizationURL.firstIndex(of: "?"),
+              let redirect = parameters(String(authorizationURL[authorizationURL.index(after: mark)...]))["redirect_uri"],
+              redirect.hasPrefix("http://127.0.0.1:"), redirect.hasSuffix("/callback") else { return nil }
+        return String(redirect.dropLast("/callback".count)) + "/signin"
+    }
+
+    /// Whether the peer of `connection` is a process of this user (its socket's uid is our effective uid).
+    static func peerIsThisUser(_ connection: Int32) -> Bool {
+        LoopbackPeer.ownerUID(of: connection) == geteuid()
+    }
 
     /// The longest request line and headers read (a callback URL is well under this).
     static let maximumRequestBytes = 16 * 1024
@@ -80,10 +103,12 @@ final class LoopbackRedirectListener: Sendable {
         let connection: Int32
     }
 
-    /// Waits for the first `GET /callback` whose `state` equals `state`, until `deadline`.
-    /// Every other request is answered (404, or 400 for a wrong state) and closed.
+    /// Waits for the first `GET /callback` from this user whose `state` equals `state`, until
+    /// `deadline`. Every other request is answered (403 for another user, 404, or 400 for a wrong
+    /// state) and closed.
     /// - Throws: `LoopbackRedirectError` `.noCallback` at the deadline; `CancellationError`.
-    func waitForCallback(state: String, until deadline: ContinuousClock.Instant) throws -> Callback {
+    /// `GET /signin` is answered with a redirect to `authorizationURL`.
+    func waitForCallback(state: String, authorizationURL: String, until deadline: ContinuousClock.Instant) throws -> Callback {
         while true {
             if cancelled.load(ordering: .relaxed) { throw CancellationError() }
             let remaining = deadline - .now
@@ -97,12 +122,25 @@ final class LoopbackRedirectListener: Sendable {
                 continue
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            guard Self.peerIsThisUser(connection) else {
+                Self.respond(connection, status: "403 Forbidden",
+                             page: "This sign-in belongs to another user of this computer; the request was refused.")
+                continue
+            }
             // A browser may open a connection and send nothing (a preconnect): 3 s at most each.
             guard let target = Self.readRequestTarget(connection, until: min(deadline, .now + .seconds(3))) else {
                 Self.respond(connection, status: "400 Bad Request", page: "Bad request.")
                 continue
             }
             let (path, query) = Self.split(target)
+            if path == "/signin" {
+                // Printable ASCII only (it is built from percent-encoded parts): nothing can end the header line.
+                let printable = authorizationURL.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+                Self.respond(connection, status: printable ? "302 Found" : "500 Internal Server Error",
+                             page: printable ? "Continue to the sign-in page." : "The sign-in address cannot be sent.",
+                             location: printable ? authorizationURL : nil)
+                continue
+            }
             guard path == "/callback" else {
                 Self.respond(connection, status: "404 Not Found", page: "Not found.")
                 continue
@@ -174,11 +212,12 @@ final class LoopbackRedirectListener: Sendable {
         return result
     }
 
-    private static func respond(_ fd: Int32, status: String, page: String) {
+    private static func respond(_ fd: Int32, status: String, page: String, location: String? = nil) {
         let body = "<!doctype html><html><head><meta charset=\"utf-8\"><title>vault</title></head><body><p>"
             + htmlEscaped(page) + "</p></body></html>\n"
+        let redirect = location.map { "Location: \($0)\r\n" } ?? ""
         let head = "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
-            + "Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n"
+            + redirect + "Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n"
         let bytes = Array((head + body).utf8)
         var offset = 0
         while offset < bytes.count {

@@ -16,7 +16,10 @@ extension OAuthClient {
     /// and a loopback redirect (RFC 8252 §7.3), as AppAuth does.
     ///
     /// A listener on 127.0.0.1 (`port`, or an ephemeral one) waits for `/callback`; `open` is
-    /// given the authorization URL (show it, start the browser, return at once). A callback
+    /// given the authorization URL (show it, start the browser, return at once). Start the browser
+    /// with `http://127.0.0.1:PORT/signin` instead (`startURI(forAuthorizationURL:)`): it redirects
+    /// there, and the URL's `state`, `nonce` and challenge then never appear in a process's
+    /// arguments. The listener answers only this user's processes (403 to another uid). A callback
     /// with a wrong or missing `state` gets 400 and the wait goes on; the first with the right
     /// one decides: its `iss` (RFC 9207) must be the issuer, an `error` ends the sign-in, a
     /// `code` is exchanged with the verifier, and the ID token is verified with the `nonce`.
@@ -61,7 +64,7 @@ extension OAuthClient {
 
         let deadline = ContinuousClock.now + wait
         let callback = try await withTaskCancellationHandler {
-            try await BlockingWork.run { try listener.waitForCallback(state: state, until: deadline) }
+            try await BlockingWork.run { try listener.waitForCallback(state: state, authorizationURL: url.absoluteString, until: deadline) }
         } onCancel: {
             listener.cancel()
         }
@@ -75,6 +78,12 @@ extension OAuthClient {
                                             message: "The sign-in did not complete. Return to the application for details.")
             throw error
         }
+    }
+
+    /// The loopback address that redirects this user's browser to `authorizationURL` (as given to
+    /// `signInWithBrowser`'s `open`): `http://127.0.0.1:PORT/signin`. Nil for a URL of no loopback sign-in.
+    package static func startURI(forAuthorizationURL authorizationURL: URL) -> URL? {
+        LoopbackRedirectListener.startURI(forAuthorizationURL: authorizationURL.absoluteString).flatMap { URL(string: $0) }
     }
 
     /// Checks the authorization response, exchanges the code and verifies the ID token.

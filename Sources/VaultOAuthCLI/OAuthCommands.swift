@@ -69,7 +69,9 @@ struct CommandClient: CommandOAuthClient {
                 show(text)
             }
         case let .browser(port, wait, open):
-            .browser(port: port, wait: wait) { url in await open(url.absoluteString) }
+            .browser(port: port, wait: wait) { url in
+                await open(url.absoluteString, (OAuthClient.startURI(forAuthorizationURL: url) ?? url).absoluteString)
+            }
         }
         return try await session.signIn(using: using, client: client, policy: policy, lookingUpSubject: lookingUpSubject) { found in
             try user(CommandSignInIdentity(subject: found.subject, name: found.name, email: found.email, methodName: found.methodName))

@@ -136,10 +136,12 @@ extension VaultCommand {
             _ = await session.restore()
             let openBrowser = !noOpen
             let method: CommandSignInMethod = if browser {
-                .browser(port: redirectPort, wait: .seconds(waitSeconds)) { url in
-                    ErrorReport.note("To sign in, open this address in a browser:\n" + TerminalText.escaped(url))
+                .browser(port: redirectPort, wait: .seconds(waitSeconds)) { url, start in
+                    ErrorReport.note("To sign in, open this address in a browser:\n" + TerminalText.escaped(url)
+                                     + "\n(or, on this computer, " + TerminalText.escaped(start) + ")")
                     guard openBrowser else { return }
-                    if !SystemBrowser.open(url) {
+                    // The browser gets the loopback address: the URL above never sits in its arguments.
+                    if !SystemBrowser.open(start) {
                         ErrorReport.note("warning: could not start a browser ($BROWSER, else xdg-open); open the address above yourself")
                     }
                     ErrorReport.note("Waiting for the browser…")

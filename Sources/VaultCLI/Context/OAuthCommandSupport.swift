@@ -51,8 +51,10 @@ package protocol CommandOAuthClient: Sendable {
 package enum CommandSignInMethod: Sendable {
     /// The device authorization grant: `show` gets the text for the user (the address and code).
     case device(show: @Sendable (String) -> Void)
-    /// The browser: `open` gets the authorization URL (authorization code + PKCE, loopback redirect).
-    case browser(port: Int?, wait: Duration, open: @Sendable (String) async -> Void)
+    /// The browser (authorization code + PKCE, loopback redirect): `open` gets the authorization
+    /// URL to show, and the loopback address to start the browser with (`/signin`, which redirects
+    /// this user's browser there: the URL's `state` and challenge never sit in a process's arguments).
+    case browser(port: Int?, wait: Duration, open: @Sendable (_ shown: String, _ browser: String) async -> Void)
 }
 
 /// What the server said of the user who signed in.

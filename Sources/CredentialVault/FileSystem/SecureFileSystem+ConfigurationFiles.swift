@@ -25,7 +25,7 @@ extension SecureFileSystem {
             folder = try openTrustedDirectory(parts.directory)
         } catch {
             if error.code == .notFound { return nil }
-            throw error
+            throw unsafeFolder(error)
         }
         let descriptor: OwnedDescriptor
         do {
@@ -60,5 +60,16 @@ extension SecureFileSystem {
         } catch {
             throw error.vaultError("reading the file", path: path)
         }
+    }
+
+    /// The walk's error for a folder others can rearrange, in words about a configuration file
+    /// (the walk's own speak of a vault); other errors as they are.
+    private static func unsafeFolder(_ error: VaultError) -> VaultError {
+        guard error.code == .insecurePermissions, let folder = error.path, let status = try? Syscall.linkStatus(folder),
+              status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.directory,
+              (try? PrivacyCheck.requireTrustedAncestor(status, path: folder)) == nil else { return error }
+        return VaultError(.insecurePermissions, "refusing the file because a folder above it can be changed by another user "
+                          + "(owner uid \(status.st_uid), mode \(VaultError.octal(status.st_mode & 0o7777)))",
+                          path: folder, fix: "make the folder yours or root's and run 'chmod go-w \(VaultError.shellQuoted(folder))'")
     }
 }

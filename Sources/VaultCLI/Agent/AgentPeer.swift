@@ -28,23 +28,22 @@ final class AgentPeer: Sendable {
         self.pid = pid
         var descriptor: Int32 = -1
         var length = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(socket, SOL_SOCKET, Self.peerPIDFDOption, &descriptor, &length) == 0, descriptor >= 0 {
+        let asked = getsockopt(socket, SOL_SOCKET, Self.peerPIDFDOption, &descriptor, &length)
+        let code = errno
+        if asked == 0, descriptor >= 0 {
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             pidfd = descriptor
             goneAtAccept = false
         } else {
             pidfd = -1
             // ENOPROTOOPT (or EINVAL): a kernel without the option; anything else (ESRCH): no such process any more.
-            goneAtAccept = errno != ENOPROTOOPT && errno != EINVAL
+            goneAtAccept = asked != 0 && code != ENOPROTOOPT && code != EINVAL
         }
     }
 
     deinit {
         if pidfd >= 0 { _ = close(pidfd) }
     }
-
-    /// Whether the peer is held by a pidfd (else only start times guard against PID reuse).
-    var hasPIDFD: Bool { pidfd >= 0 }
 
     /// Whether the peer has exited (nil without a pidfd: not known).
     func hasExited() -> Bool? {

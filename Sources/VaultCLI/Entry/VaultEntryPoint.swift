@@ -24,9 +24,11 @@ import VaultCrypto
 /// 7. the command **runs** with one `CommandContext`;
 /// 8. an error is **reported** as `vault: …` with its exit status.
 ///
-/// Nothing here is process-wide mutable state: what the executable links is passed in, and
-/// what the run resolves lives in the context. (The one process-wide value of VaultCLI is the
-/// terminal settings a signal handler restores, in `Support/Terminal.swift`.)
+/// The pipeline keeps no state of its own: what the executable links is passed in, and what the
+/// run resolves lives in the context. VaultCLI's process-wide mutable values are the ones a signal
+/// handler needs (a handler can reach nothing else): the terminal settings it puts back
+/// (`Support/Terminal.swift`), the state of `exec`'s signal forwarding to its child
+/// (`Support/ChildProcess.swift`) and the agent's wake-up pipe (`Agent/AgentServer.swift`).
 package enum VaultEntryPoint {
     /// Runs the `vault` command line and exits.
     /// - Parameters:

@@ -1,6 +1,5 @@
 import CredentialVault
 import FoundationEssentials
-import VaultCrypto
 
 extension StoredClientConfiguration {
     /// The copy an earlier version kept in `options`' plain profile, if any (never used as it is).

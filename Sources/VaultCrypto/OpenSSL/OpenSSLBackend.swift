@@ -123,7 +123,7 @@ enum OpenSSLBackend {
 
     // MARK: Hashes, MACs and KDFs
 
-    /// SHA-256 (`EVP_Digest` with `EVP_sha256`).
+    /// SHA-512 (`EVP_Digest` with `EVP_sha512`).
     static func sha512(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
         precondition(out.count == 64, "SHA-512 output is 64 bytes")
         var length: UInt32 = 0
@@ -133,6 +133,7 @@ enum OpenSSLBackend {
         }
     }
 
+    /// SHA-256 (`EVP_Digest` with `EVP_sha256`).
     static func sha256(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
         precondition(out.count == 32, "SHA-256 output is 32 bytes")
         var length: UInt32 = 0

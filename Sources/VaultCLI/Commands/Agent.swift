@@ -122,25 +122,13 @@ extension VaultCommand {
         /// /dev/null, with `VAULT_AGENT_SOCK` set to `socket`.
         private static func spawnDetached(_ arguments: [String], socket: String) throws -> pid_t {
             setenv("VAULT_AGENT_SOCK", socket, 1)
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            // POSIX_SPAWN_SETSID (glibc 2.26+; Swift's Glibc module does not export the macro).
-            let setSessionID: Int16 = 0x80
-            posix_spawnattr_setflags(&attributes, setSessionID)
-            InheritedDescriptors.closeOnExec()
-            let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-            defer { for argument in argv { free(argument) } }
-            var pid: pid_t = 0
-            let status = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ)
-            guard status == 0 else { throw VaultError.io("starting the agent", path: nil, errno: status) }
-            return pid
+            var launch = ProgramLaunch(executable: "/proc/self/exe", arguments: arguments)
+            launch.searchesPath = false
+            launch.standardInput = .null
+            launch.standardOutput = .null
+            launch.standardError = .null
+            launch.newSession = true
+            return try launch.start().mapError { VaultError.io("starting the agent", path: nil, errno: $0.errno) }.get()
         }
 
         private func printShellLines(socket: String, pid: Int32, started: Bool) throws {

@@ -23,22 +23,15 @@ enum ClipboardClearer {
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw VaultError.io("starting the clipboard clearer", path: nil, errno: errno) }
         defer { close(pipeEnds[1]) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        InheritedDescriptors.closeOnExec()
-        let names: [String] = [executableName, String(seconds), clipboard.tool.name]
-        let arguments: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, "/proc/self/exe", &actions, nil, arguments, environ)
+        var launch = ProgramLaunch(executable: "/proc/self/exe", arguments: [executableName, String(seconds), clipboard.tool.name])
+        launch.searchesPath = false
+        launch.standardInput = .descriptor(pipeEnds[0])
+        launch.closedInChild = pipeEnds
+        launch.standardOutput = .null
+        launch.standardError = .null
+        let started = launch.start()
         close(pipeEnds[0])
-        guard status == 0 else { throw VaultError.io("starting the clipboard clearer", path: nil, errno: status) }
+        if case .failure(let failure) = started { throw VaultError.io("starting the clipboard clearer", path: nil, errno: failure.errno) }
         try digest.withUnsafeBytes { try StandardIO.writeAll($0, to: pipeEnds[1], name: "the clipboard clearer") }
     }
 

@@ -5,12 +5,11 @@ import Darwin
 #endif
 import CredentialVault
 import Synchronization
-import VaultCrypto
 
 // Where SIGINT, SIGTERM, SIGHUP and SIGQUIT go, as one atomic word so the signal handler and
 // the main thread agree without a lock: a positive value is the child's PID (forward to it);
 // zero or a negative value means no child yet, and `-value` is the bit set (1 << signal) of
-// the signals that arrived meanwhile. Such a signal (it can come between `posix_spawnp` and
+// the signals that arrived meanwhile. Such a signal (it can come between the spawn and
 // the publication of the PID, e.g. once the child has started but vault was descheduled) is
 // kept, not dropped: publishing the PID swaps it in and forwards what was kept. Each signal is
 // thus forwarded exactly once, by the handler or by the publisher.
@@ -101,39 +100,21 @@ enum ChildProcess {
             cursor += 1
         }
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
         // The child starts with default dispositions (vault ignores SIGPIPE) and no blocked signals.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in forwardedSignals + [SIGPIPE] { sigaddset(&defaults, number) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let standardOutput { posix_spawn_file_actions_adddup2(&actions, standardOutput, 1) }
-        if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
-
-        var pid: pid_t = 0
-        let arguments = command.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        // posix_spawnp only reads the strings; the buffer is wiped when `assignments` goes.
-        let status = assignments.withUnsafeBytes { raw -> Int32 in
+        var launch = ProgramLaunch(executable: command[0], arguments: command)
+        launch.standardOutput = standardOutput.map(ProgramLaunch.Stream.descriptor) ?? .inherited
+        launch.standardError = standardError.map(ProgramLaunch.Stream.descriptor) ?? .inherited
+        launch.closesInheritedDescriptors = false
+        launch.defaultSignals = forwardedSignals + [SIGPIPE]
+        launch.unblocksSignals = true
+        // The spawn only reads the strings; the buffer is wiped when `assignments` goes.
+        let started = assignments.withUnsafeBytes { raw -> Result<pid_t, ProgramLaunch.Failure> in
             guard let base = raw.baseAddress.map({ UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: CChar.self)) }) else {
-                return EINVAL
+                return .failure(ProgramLaunch.Failure(errno: EINVAL))
             }
-            let environment = inherited + offsets.map { Optional(base + $0) } + [nil]
-            return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environment)
+            return launch.start(environment: inherited + offsets.map { Optional(base + $0) } + [nil])
         }
-        guard status == 0 else {
-            throw CommandNotStarted(command: command[0], errno: status)
-        }
+        let pid = try started.mapError { CommandNotStarted(command: command[0], errno: $0.errno) }.get()
         publishForwardingTarget(pid)
         return pid
     }

@@ -6,9 +6,8 @@ import Darwin
 import CredentialVault
 import FoundationEssentials
 
-/// Runs a helper program (a clipboard tool, the demo's `vault` steps) with `posix_spawn` and
-/// `waitpid`, every wait bounded. Not Foundation's `Process`: its exit notification needs a run loop that vault's
-/// main thread does not spin.
+/// Runs a helper program (a clipboard tool, gpg, the demo's `vault` steps) with `ProgramLaunch`
+/// and `waitpid`, every wait bounded.
 enum Subprocess {
     /// What a run produced.
     struct Result {
@@ -40,41 +39,14 @@ enum Subprocess {
             closeAll()
             return Result(status: 127, output: nil)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if input != nil {
-            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        if captureOutput {
-            posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        if captureErrors {
-            posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        }
-        InheritedDescriptors.closeOnExec()
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
-
-        let arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
+        var launch = ProgramLaunch(executable: command[0], arguments: command)
+        launch.standardInput = input != nil ? .descriptor(inputPipe[0]) : .null
+        launch.standardOutput = captureOutput ? .descriptor(outputPipe[1]) : .null
+        launch.standardError = captureErrors ? .descriptor(errorPipe[1]) : .null
+        launch.defaultSignals = [SIGPIPE]
         let assignments: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { for assignment in assignments ?? [] { free(assignment) } }
-        var pid: pid_t = 0
-        let spawned = assignments.map { posix_spawnp(&pid, command[0], &actions, &attributes, arguments, $0) }
-            ?? posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ)
+        let started = launch.start(environment: assignments)
         if inputPipe[0] >= 0 { close(inputPipe[0]) }
         if outputPipe[1] >= 0 { close(outputPipe[1]) }
         if errorPipe[1] >= 0 { close(errorPipe[1]) }
@@ -83,7 +55,7 @@ enum Subprocess {
             if outputPipe[0] >= 0 { close(outputPipe[0]) }
             if errorPipe[0] >= 0 { close(errorPipe[0]) }
         }
-        guard spawned == 0 else { return Result(status: 127, output: nil) }
+        guard case .success(let pid) = started else { return Result(status: 127, output: nil) }
         if let input {
             try? input.withUnsafeBytes { try StandardIO.writeAll($0, to: inputPipe[1], name: "\(command[0])") }
             close(inputPipe[1])
@@ -111,21 +83,13 @@ enum Subprocess {
     /// - Returns: whether it started.
     static func startDetached(_ command: [String]) -> Bool {
         guard !command.isEmpty else { return false }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        InheritedDescriptors.closeOnExec()
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // POSIX_SPAWN_SETSID (glibc 2.26): the browser outlives a Ctrl-C at vault's terminal.
-        posix_spawnattr_setflags(&attributes, Int16(0x80))
-        let arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid: pid_t = 0
-        return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ) == 0
+        var launch = ProgramLaunch(executable: command[0], arguments: command)
+        launch.standardInput = .null
+        launch.standardOutput = .null
+        // A session of its own: the browser outlives a Ctrl-C at vault's terminal.
+        launch.newSession = true
+        guard case .success = launch.start() else { return false }
+        return true
     }
 
     /// A pipe whose ends close on exec (the child gets its end through dup2, which clears the flag).

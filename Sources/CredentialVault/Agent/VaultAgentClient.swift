@@ -11,7 +11,8 @@ import VaultCrypto
 ///
 /// Each call opens one connection (a Unix socket at `AgentSocketPath`), checks that the agent runs as
 /// this user (`SO_PEERCRED`), sends one request and reads one answer, each within a deadline: a dead
-/// or stuck agent gives `VaultError.Code.agentUnavailable`, never a hang.
+/// or stuck agent gives `VaultError.Code.agentUnavailable`, never a hang. The session's own entries
+/// (`ReservedEntryNames`: `session.*`) are refused to these calls (`.invalidInput`).
 public struct VaultAgentClient: Sendable {
     /// The socket the agent listens on.
     public let socketPath: String

@@ -266,7 +266,9 @@ package enum BuiltProducts {
 /// confidential client's secret file in its environment) and returns each one's exit status
 /// and trimmed output, in start order.
 package enum ConcurrentWorkers {
-    package static func run(_ name: String, processes: Int, arguments: [String], server: OAuthServer) throws -> [(status: Int32, output: String)] {
+    package static func run(_ name: String, processes: Int, arguments: [String], server: OAuthServer,
+                            sourceLocation: SourceLocation = #_sourceLocation) throws -> [(status: Int32, output: String)] {
+        BlockingWait.check("waiting for \(processes) \(name) processes", sourceLocation: sourceLocation)
         let worker = try BuiltProducts.path(of: name)
         var running: [(Process, Pipe)] = []
         for _ in 0..<processes {

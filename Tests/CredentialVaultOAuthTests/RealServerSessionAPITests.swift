@@ -213,7 +213,8 @@ struct RealServerOneCallSignInTests {
             // The user approves elsewhere, a moment later (the poll sees authorization_pending first).
             Task {
                 try? await Task.sleep(for: .milliseconds(1200))
-                try? server.approve(authorization)
+                // An unstructured task runs on the cooperative pool: the script's wait goes to a thread of its own.
+                _ = try? await BlockingWork.run { try server.approve(authorization) }
             }
         }, client: client)
         #expect(shown.value?.isEmpty == false)

@@ -53,7 +53,7 @@ extension VaultCommand {
             let onPostgres = try options.storeSelection != .file
             if remove, onPostgres {
                 let store = try await context.openFleetSessions(options)
-                for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry, StoredClientConfiguration.dpopKeyEntry] {
+                for name in StoredClientConfiguration.entryNames {
                     do {
                         try await store.removeEntry(named: name, owner: "")
                     } catch VaultError.Code.notFound {
@@ -66,7 +66,7 @@ extension VaultCommand {
                 try StoredClientConfiguration.removeProfileCopy(options)
                 if SecretStore.exists(in: options.directory) {
                     try context.openStore(options).update { transaction in
-                        for name in [StoredClientConfiguration.sealedEntry, StoredClientConfiguration.secretEntry, StoredClientConfiguration.dpopKeyEntry]
+                        for name in StoredClientConfiguration.entryNames
                         where transaction.metadata(named: name, owner: "") != nil {
                             try transaction.remove(named: name, owner: "")
                         }

@@ -63,19 +63,19 @@ import Testing
         let system = caller("/system.slice/backup.service")
         let forged = caller("/user.slice/user-1000.slice/user@1000.service/app.slice/x.service/backup.service")
         let user = caller("/user.slice/user-1000.slice/user@1000.service/app.slice/sync.service")
-        #expect(rule.matches(operation: "get", entry: ("api", ""), caller: system))
-        #expect(!rule.matches(operation: "get", entry: ("api", ""), caller: forged))
-        #expect(!rule.matches(operation: "get", entry: ("api", ""), caller: user))
-        #expect(userRule.matches(operation: "get", entry: ("api", ""), caller: user))
-        #expect(!userRule.matches(operation: "get", entry: ("api", ""), caller: system))
+        #expect(rule.matches(operation: .get, entry: ("api", ""), caller: system))
+        #expect(!rule.matches(operation: .get, entry: ("api", ""), caller: forged))
+        #expect(!rule.matches(operation: .get, entry: ("api", ""), caller: user))
+        #expect(userRule.matches(operation: .get, entry: ("api", ""), caller: user))
+        #expect(!userRule.matches(operation: .get, entry: ("api", ""), caller: system))
     }
 
     @Test func anUnknownExecutableMatchesNoGlob() {
         let anything = AgentRules.Rule(name: "any parent", allow: true, operations: nil, entries: nil, owners: nil, clients: nil,
                                        parents: ["*"], units: nil, userUnits: nil)
         let unknownParents = AgentCaller(pid: 10, personality: "vault", executables: [nil, nil, nil], placement: .none, identified: true)
-        #expect(!anything.matches(operation: "get", entry: ("api", ""), caller: unknownParents))
+        #expect(!anything.matches(operation: .get, entry: ("api", ""), caller: unknownParents))
         let oneKnown = AgentCaller(pid: 10, personality: "vault", executables: [nil, nil, "/usr/bin/git"], placement: .none, identified: true)
-        #expect(anything.matches(operation: "get", entry: ("api", ""), caller: oneKnown), "the walk goes on past an unknown link")
+        #expect(anything.matches(operation: .get, entry: ("api", ""), caller: oneKnown), "the walk goes on past an unknown link")
     }
 }

@@ -6,8 +6,9 @@ import Darwin
 import FoundationEssentials
 import VaultCrypto
 
-/// The agent's wire format: every message is a JSON header frame followed by `secrets` raw frames
-/// (a secret, a passphrase, key bytes: never inside JSON, so never a `String`). A frame is a 4-byte
+/// The agent's wire format: every message is a JSON header frame followed by the raw frames its
+/// header announces (a secret, a passphrase, key bytes: never inside JSON, so never a `String`).
+/// What the header holds is `AgentProtocol.swift`'s (`AgentRequest`, `AgentResponse`). A frame is a 4-byte
 /// big-endian length and that many bytes. Sizes are bounded on both sides, reads and writes by a
 /// deadline, so neither a malformed nor an endless message can hold a peer.
 package struct AgentMessage: Sendable {
@@ -70,7 +71,7 @@ package enum AgentWire {
         } catch {
             throw Failure(reason: "a header is not JSON")
         }
-        let count = header["secrets"]?.intValue ?? 0
+        let count = AgentMessage.secretCount(announcedBy: header)
         guard count >= 0, count <= AgentMessage.maximumSecretCount else { throw Failure(reason: "too many frames") }
         var secrets: [SecureBytes] = []
         var total = 0

@@ -22,7 +22,7 @@ public struct VaultAgentClient: Sendable {
     /// How long an unlock may take (it derives a key from a passphrase).
     private static let unlockTimeout = Duration.seconds(120)
 
-    /// Whether every request says it is the session's own (`ReservedEntryNames.agentMarker`).
+    /// Whether every request is marked as the session's own (`AgentRequest.message(bySession:)`).
     private var marksSessionRequests = false
 
     /// A client for the agent at `socketPath`.
@@ -68,106 +68,76 @@ public struct VaultAgentClient: Sendable {
 
     /// The agent's status.
     public func status() throws -> Status {
-        let answer = try request(["op": "status"])
-        let vaults = (answer.header["vaults"]?.arrayValue ?? []).compactMap { vault -> Status.UnlockedVault? in
-            guard let directory = vault["directory"]?.stringValue, let unlocked = vault["unlockedAtSeconds"]?.doubleValue,
-                  let expires = vault["expiresAtSeconds"]?.doubleValue else { return nil }
-            return Status.UnlockedVault(directory: directory, unlockedAt: Date(timeIntervalSince1970: unlocked),
-                                        expiresAt: Date(timeIntervalSince1970: expires))
-        }
-        return Status(pid: Int32(answer.header["pid"]?.intValue ?? 0), socket: answer.header["socket"]?.stringValue ?? socketPath,
-                      vaults: vaults)
+        guard case let .status(status, _) = try exchange(.status) else { throw Self.unexpectedAnswer }
+        return status
     }
 
     /// Gives the agent the key of the vault in `directory`; the agent opens the vault with it (for a
     /// passphrase it derives the key itself) and keeps it until `lock`, a timeout or its exit.
     /// - Throws: `.wrongKey` when the key does not open the vault, `.notFound`, `.agentUnavailable`.
     public func unlock(directory: String, key: VaultKey) throws {
-        let (kind, bytes): (String, SecureBytes) = switch key {
-        case let .passphrase(bytes): ("passphrase", bytes)
-        case let .keyMaterial(bytes): ("keyMaterial", bytes)
-        }
-        _ = try request(["op": "unlock", "directory": .string(try Self.canonical(directory)), "key": .string(kind), "secrets": 1],
-                        secrets: [bytes], timeout: Self.unlockTimeout)
+        _ = try exchange(.unlock(directory: try Self.canonical(directory), key: key), timeout: Self.unlockTimeout)
     }
 
     /// Makes the agent forget every key it holds.
     public func lock() throws {
-        _ = try request(["op": "lock"])
+        _ = try exchange(.lock)
     }
 
     /// The metadata of every entry (or of one owner's) of the vault in `directory`.
     public func list(directory: String, owner: String? = nil) throws -> [EntryMetadata] {
-        var header: [String: JSONValue] = ["op": "list", "directory": .string(try Self.canonical(directory))]
-        if let owner { header["owner"] = .string(owner) }
-        let answer = try request(.object(header))
-        return try (answer.header["entries"]?.arrayValue ?? []).map(Self.metadata(from:))
+        guard case let .metadata(entries) = try exchange(.list(directory: try Self.canonical(directory), owner: owner)) else {
+            throw Self.unexpectedAnswer
+        }
+        return entries
     }
 
     /// One entry with its secret.
     public func entry(named name: String, owner: String = "", directory: String) throws -> VaultEntry {
-        let answer = try request(["op": "get", "directory": .string(try Self.canonical(directory)), "name": .string(name),
-                                  "owner": .string(owner)])
-        guard let metadata = answer.header["entry"], let secret = answer.secrets.first else {
-            throw VaultError(.agentUnavailable, "the agent's answer had no entry")
+        guard case let .entry(entry) = try exchange(.get(directory: try Self.canonical(directory), name: name, owner: owner)) else {
+            throw Self.unexpectedAnswer
         }
-        return VaultEntry(metadata: try Self.metadata(from: metadata), secret: secret)
+        return entry
     }
 
     /// Stores entries in one transaction (all or none), replacing existing ones when `replace`.
     public func store(_ entries: [NewEntry], replace: Bool, directory: String) throws -> [EntryMetadata] {
-        let descriptions: [JSONValue] = entries.map { entry in
-            [
-                "name": .string(entry.name), "owner": .string(entry.owner), "kind": .string(entry.kind.rawValue),
-                "label": entry.label.map(JSONValue.string) ?? .null,
-                "expiresAtSeconds": entry.expiresAt.map { .number($0.timeIntervalSince1970) } ?? .null,
-                "transferable": .bool(entry.transferable),
-            ]
+        guard case let .metadata(stored) = try exchange(.add(directory: try Self.canonical(directory), entries: entries, replace: replace)) else {
+            throw Self.unexpectedAnswer
         }
-        let answer = try request(["op": "add", "directory": .string(try Self.canonical(directory)), "entries": .array(descriptions),
-                                  "replace": .bool(replace), "secrets": .integer(Int128(entries.count))],
-                                 secrets: entries.map(\.secret))
-        return try (answer.header["entries"]?.arrayValue ?? []).map(Self.metadata(from:))
+        return stored
     }
 
     /// Removes one entry.
     public func remove(named name: String, owner: String = "", directory: String) throws {
-        _ = try request(["op": "rm", "directory": .string(try Self.canonical(directory)), "name": .string(name), "owner": .string(owner)])
+        _ = try exchange(.remove(directory: try Self.canonical(directory), name: name, owner: owner))
     }
 
     /// The entries of `owner` among `names`, read in one snapshot; names with no entry are left out.
     package func entries(named names: [String], owner: String, directory: String) throws -> [VaultEntry] {
-        let answer = try request(["op": "get", "directory": .string(try Self.canonical(directory)),
-                                  "names": .array(names.map(JSONValue.string)), "owner": .string(owner)])
-        let described = answer.header["entries"]?.arrayValue ?? []
-        guard described.count == answer.secrets.count else {
-            throw VaultError(.agentUnavailable, "the agent's answer had entries without secrets")
+        guard case let .entries(entries) = try exchange(.getSeveral(directory: try Self.canonical(directory), names: names, owner: owner)) else {
+            throw Self.unexpectedAnswer
         }
-        return try zip(described, answer.secrets).map { VaultEntry(metadata: try Self.metadata(from: $0), secret: $1) }
+        return entries
     }
 
     /// Removes the entries of `owner` among `names` in one transaction (missing ones are skipped),
     /// with a new data key when `rotatingDataKey`.
     package func remove(names: [String], owner: String, rotatingDataKey: Bool, directory: String) throws {
-        _ = try request(["op": "rm", "directory": .string(try Self.canonical(directory)), "names": .array(names.map(JSONValue.string)),
-                         "owner": .string(owner), "rotateDataKey": .bool(rotatingDataKey)])
+        _ = try exchange(.removeSeveral(directory: try Self.canonical(directory), names: names, owner: owner,
+                                        rotatingDataKey: rotatingDataKey))
     }
 
     // MARK: The exchange
 
-    /// Sends one request and returns the answer; an error answer is thrown as the `VaultError` it names.
-    package func request(_ header: JSONValue, secrets: [SecureBytes] = [], timeout: Duration = requestTimeout) throws -> AgentMessage {
-        var header = header
-        if marksSessionRequests, case .object(var members) = header {
-            members[ReservedEntryNames.agentMarker] = true
-            header = .object(members)
-        }
+    /// Sends one request and returns the answer; an answer that refuses is thrown as the `VaultError` it carries.
+    package func exchange(_ request: AgentRequest, timeout: Duration = requestTimeout) throws -> AgentResponse {
         let descriptor = try connect()
         defer { _ = close(descriptor) }
         let deadline = ContinuousClock.now + timeout
         let answer: AgentMessage?
         do {
-            try AgentWire.send(AgentMessage(header, secrets: secrets), on: descriptor, deadline: deadline)
+            try AgentWire.send(request.message(bySession: marksSessionRequests), on: descriptor, deadline: deadline)
             answer = try AgentWire.receive(on: descriptor, deadline: deadline)
         } catch let failure as AgentWire.Failure {
             throw VaultError(.agentUnavailable, "the agent did not answer: \(failure.reason)", path: socketPath,
@@ -176,10 +146,14 @@ public struct VaultAgentClient: Sendable {
         guard let answer else {
             throw VaultError(.agentUnavailable, "the agent closed the connection without an answer", path: socketPath)
         }
-        if answer.header["ok"]?.boolValue == true { return answer }
-        let code = answer.header["code"]?.stringValue.map(VaultError.Code.init(rawValue:)) ?? .agentUnavailable
-        throw VaultError(code, answer.header["message"]?.stringValue ?? "the agent refused the request",
-                         path: answer.header["path"]?.stringValue, fix: answer.header["fix"]?.stringValue)
+        let response = try AgentResponse.decode(answer, answering: request, socketPath: socketPath)
+        if case let .refused(error) = response { throw error }
+        return response
+    }
+
+    /// An answer of another kind than the request asks for (`AgentResponse.decode` never gives one).
+    private static var unexpectedAnswer: VaultError {
+        VaultError(.agentUnavailable, "the agent's answer does not fit the request")
     }
 
     /// Connects, and checks that the agent is this user.
@@ -213,31 +187,5 @@ public struct VaultAgentClient: Sendable {
         }
         defer { free(resolved) }
         return String(cString: resolved)
-    }
-
-    /// Entry metadata as the agent sends it.
-    package static func metadataJSON(_ metadata: EntryMetadata) -> JSONValue {
-        [
-            "name": .string(metadata.name), "owner": .string(metadata.owner), "kind": .string(metadata.kind.rawValue),
-            "label": metadata.label.map(JSONValue.string) ?? .null,
-            "createdAtSeconds": .number(metadata.createdAt.timeIntervalSince1970),
-            "updatedAtSeconds": .number(metadata.updatedAt.timeIntervalSince1970),
-            "expiresAtSeconds": metadata.expiresAt.map { .number($0.timeIntervalSince1970) } ?? .null,
-            "transferable": .bool(metadata.transferable), "secretBytes": .integer(Int128(metadata.secretByteCount)),
-        ]
-    }
-
-    /// Entry metadata from the agent's JSON.
-    package static func metadata(from json: JSONValue) throws -> EntryMetadata {
-        guard let name = json["name"]?.stringValue, let owner = json["owner"]?.stringValue,
-              let kind = json["kind"]?.stringValue.flatMap(EntryKind.init(rawValue:)),
-              let created = json["createdAtSeconds"]?.doubleValue, let updated = json["updatedAtSeconds"]?.doubleValue,
-              let size = json["secretBytes"]?.intValue else {
-            throw VaultError(.agentUnavailable, "the agent sent malformed entry metadata")
-        }
-        return EntryMetadata(name: name, owner: owner, kind: kind, label: json["label"]?.stringValue,
-                             createdAt: Date(timeIntervalSince1970: created), updatedAt: Date(timeIntervalSince1970: updated),
-                             expiresAt: json["expiresAtSeconds"]?.doubleValue.map(Date.init(timeIntervalSince1970:)),
-                             transferable: json["transferable"]?.boolValue ?? true, secretByteCount: size)
     }
 }

@@ -7,8 +7,10 @@
 /// planted under such a name (an import, a `vault add`) would redirect the next refresh, and one
 /// handed out (`vault get`, `exec`, `inject`, a `vault://` reference) would print a private key.
 /// So the entry commands refuse them (`.invalidInput`), and the agent refuses them to every
-/// request that does not say it is the session's own (`checkAgentRequest`). The session itself
-/// writes them through `SecretStore` transactions, or through the agent with that marker.
+/// request that is not marked as the session's own (`AgentRequestHandler`). Any process of the
+/// user can send that marker: it keeps reserved entries out of the agent's ordinary requests, it
+/// does not tell processes apart (the agent's rules do). The session itself writes them through
+/// `SecretStore` transactions, or through the agent with that marker (`VaultAgentClient.forSession`).
 public enum ReservedEntryNames {
     /// What a command would do with a reserved entry, for its message.
     public enum Use: Sendable {
@@ -22,10 +24,6 @@ public enum ReservedEntryNames {
 
     /// The name prefix the session keeps for itself.
     public static let prefix = SessionNamespaces.Reserved.prefix
-
-    /// The header field by which the agent's client marks a request as the session's own
-    /// (`VaultAgentClient`'s session reads and writes).
-    package static let agentMarker = "session"
 
     /// Whether the entry `name` of `owner` belongs to the session.
     public static func isReserved(name: String, owner: String = "") -> Bool {
@@ -55,25 +53,5 @@ public enum ReservedEntryNames {
             throw VaultError(.invalidInput, "\(what); it is removed only by the session",
                              fix: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client")
         }
-    }
-
-    /// The agent's check of one entry of a request: a reserved entry is refused unless the
-    /// request carries `agentMarker` (the session's own reads and writes). Any process of the
-    /// user can send that marker; this keeps reserved entries out of the agent's ordinary
-    /// requests (`vault get/add/rm`, the public `VaultAgentClient` calls), it does not tell
-    /// processes apart: the agent's rules do (docs/SECURITY.md, "Entries that belong to the session").
-    /// - Parameters:
-    ///   - operation: the request's `op` (get, add, rm).
-    ///   - header: the request's header.
-    ///   - entry: the entry concerned.
-    /// - Throws: `VaultError` `.invalidInput`.
-    package static func checkAgentRequest(_ operation: String, header: JSONValue, entry: (name: String, owner: String)) throws {
-        guard isReserved(name: entry.name, owner: entry.owner), header[agentMarker]?.boolValue != true else { return }
-        let use: Use = switch operation {
-        case "add": .store
-        case "rm": .remove
-        default: .read
-        }
-        try check(name: entry.name, owner: entry.owner, for: use)
     }
 }

@@ -29,7 +29,7 @@ struct AgentRules: Sendable {
     struct Rule: Sendable {
         let name: String
         let allow: Bool
-        let operations: [String]?
+        let operations: [AgentOperation]?
         let entries: [String]?
         let owners: [String]?
         let clients: [String]?
@@ -37,7 +37,7 @@ struct AgentRules: Sendable {
         let units: [String]?
         let userUnits: [String]?
 
-        func matches(operation: String, entry: (name: String, owner: String)?, caller: AgentCaller) -> Bool {
+        func matches(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> Bool {
             if let operations, !operations.contains(operation) { return false }
             if let entries {
                 guard let entry, entries.contains(where: { Self.glob($0, entry.name) }) else { return false }
@@ -67,7 +67,7 @@ struct AgentRules: Sendable {
     let rules: [Rule]
 
     /// The decision for one operation: nil when allowed, else the rule that refused, with its place.
-    func refusal(operation: String, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
+    func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
         for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, caller: caller) {
             return rule.allow ? nil : (rule, index)
         }
@@ -116,13 +116,34 @@ struct AgentRules: Sendable {
                 }
                 return items
             }
-            let operations = try strings("operations")
-            if let bad = operations?.first(where: { !["get", "list", "add", "rm"].contains($0) }) {
-                throw VaultError(.invalidInput, "rule \(index + 1) names the unknown operation \"\(TerminalText.escaped(bad))\" (get, list, add, rm)", path: path)
+            let operations = try strings("operations")?.map { name in
+                guard let operation = AgentOperation(rawValue: name), operation.concernsEntries else {
+                    throw VaultError(.invalidInput, "rule \(index + 1) names the unknown operation \"\(TerminalText.escaped(name))\" (get, list, add, rm)", path: path)
+                }
+                return operation
             }
             return Rule(name: object["name"]?.stringValue ?? "rule \(index + 1)", allow: action == "allow", operations: operations,
                         entries: try strings("entries"), owners: try strings("owners"), clients: try strings("clients"),
                         parents: try strings("parents"), units: try strings("units"), userUnits: try strings("userUnits"))
         })
+    }
+}
+
+extension AgentRules {
+    /// The rules as they apply to one caller: what `AgentRequestHandler` asks about each entry.
+    struct Access: AgentAccessPolicy {
+        let rules: AgentRules
+        let caller: AgentCaller
+
+        func check(_ operation: AgentOperation, entry: (name: String, owner: String)) throws {
+            guard let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller) else { return }
+            AgentLog.write("refused \(operation) of '\(entry.name)' to \(caller.description): rule \(index + 1) (\(rule.name))")
+            throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry.name)' to \(caller.personality)",
+                             fix: "change the agent's rules file if this caller should be allowed")
+        }
+
+        func lists(_ entry: (name: String, owner: String)) -> Bool {
+            rules.refusal(operation: .list, entry: entry, caller: caller) == nil
+        }
     }
 }

@@ -25,32 +25,24 @@ private func requestStop(_ signal: Int32) {
 /// `vault agent`: holds unlocked vault files and answers entry requests on a Unix socket, so that
 /// commands (and apps, through `VaultAgentClient`) need neither the passphrase nor the key.
 ///
-/// One thread accepts; each connection is served on a thread of its own (a pthread, not a Dispatch
-/// work item: a connection blocks while it waits for its client, which would starve Dispatch's pool) (at most
-/// `maximumConnections`; more are closed at once), one request at a time, and closed after
-/// `connectionIdleTimeout` without a request. Every peer must be this user (`SO_PEERCRED`). The
-/// opened stores are `SecretStore`s: each request re-reads the vault file when another process
-/// changed it (its generation check), and a key that no longer opens it (a `passwd` meanwhile) makes
-/// the agent forget that vault and answer "locked", never write with a stale key.
+/// This is the agent's socket side; what it does with a request (the vaults it holds, their
+/// timeouts, the answers) is the library's `AgentRequestHandler`, asked with the rules that apply
+/// to the caller (`AgentRules`, `AgentCaller`). One thread accepts; each connection is served on a
+/// thread of its own (a pthread, not a Dispatch work item: a connection blocks while it waits for
+/// its client, which would starve Dispatch's pool) (at most `maximumConnections`; more are closed
+/// at once), one request at a time, and closed after `connectionIdleTimeout` without a request.
+/// Every peer must be this user (`SO_PEERCRED`).
 final class AgentServer: @unchecked Sendable {
-    // @unchecked: `vaults` is behind its Mutex; everything else is set in init and not changed
-    // (the descriptors are closed only by `run` after the loop, when no connection is served).
-
-    /// One unlocked vault.
-    struct UnlockedVault {
-        let store: SecretStore
-        let unlockedAt: Date
-        var lastUsed: ContinuousClock.Instant
-        let unlockedInstant: ContinuousClock.Instant
-    }
+    // @unchecked: `rules` and `connections` are behind their Mutexes, `handler` is Sendable;
+    // everything else is set in init and not changed (the descriptors are closed only by `run`
+    // after the loop, when no connection is served).
 
     let socketPath: String
-    let idleTimeout: Duration
-    let maximumLifetime: Duration
+    /// The vaults held and the answers to requests.
+    let handler: AgentRequestHandler
     private let listener: Int32
     private let ownsSocketFile: Bool
     private let wakeUp: (read: Int32, write: Int32)
-    private let vaults = Mutex<[String: UnlockedVault]>([:])
     /// The rules file's path, and what was read from it (re-read when the file changes).
     private let rulesPath: String?
     private let rules = Mutex(RulesState())
@@ -68,8 +60,8 @@ final class AgentServer: @unchecked Sendable {
     /// - Throws: `.alreadyExists` when an agent already answers there; the socket checks' errors.
     init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration) throws {
         self.socketPath = socketPath
-        self.idleTimeout = idleTimeout
-        self.maximumLifetime = maximumLifetime
+        handler = AgentRequestHandler(socketPath: socketPath, idleTimeout: idleTimeout, maximumLifetime: maximumLifetime,
+                                      log: { AgentLog.write($0) })
         if let activated = Self.activatedSocket() {
             listener = activated
             ownsSocketFile = false
@@ -161,7 +153,7 @@ final class AgentServer: @unchecked Sendable {
             pollers[0].revents = 0
             pollers[1].revents = 0
             let ready = poll(&pollers, 2, 1000)
-            forgetExpiredKeys()
+            handler.forgetExpiredKeys()
             if ready < 0 {
                 if errno == EINTR { continue }
                 break
@@ -246,90 +238,21 @@ final class AgentServer: @unchecked Sendable {
 
     /// The answer to one request from `caller` (the connection's peer, identified when it was accepted).
     func answer(_ request: AgentMessage, caller: AgentCaller) -> AgentMessage {
-        do {
-            let operation = request.header["op"]?.stringValue ?? ""
-            let guarded = ["get", "list", "add", "rm"].contains(operation)
-            let rules = guarded ? try currentRules() : nil
-            if rules != nil, !caller.identified {
-                // No rule can be asked about a process that is not known to be the peer.
-                AgentLog.write("refused \(operation) to \(caller.description)")
-                throw VaultError(.deniedByRule, "the agent could not identify the process that connected (pid \(caller.pid)), so its rules refuse it",
-                                 fix: "keep the process that connects to the agent running while it asks")
-            }
-            func check(_ entry: (name: String, owner: String)?) throws {
-                if let entry { try ReservedEntryNames.checkAgentRequest(operation, header: request.header, entry: entry) }
-                guard let rules, let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller) else { return }
-                AgentLog.write("refused \(operation) of '\(entry?.name ?? "")' to \(caller.description): rule \(index + 1) (\(rule.name))")
-                throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry?.name ?? "")' to \(caller.personality)",
-                                 fix: "change the agent's rules file if this caller should be allowed")
-            }
-            switch operation {
-            case "status": return statusAnswer()
-            case "unlock": return try unlock(request)
-            case "lock":
-                lockAll()
-                return AgentMessage(["ok": true])
-            case "list":
-                var entries = try withVault(request) { try $0.list(owner: request.header["owner"]?.stringValue) }
-                if let rules {
-                    entries.removeAll { rules.refusal(operation: "list", entry: ($0.name, $0.owner), caller: caller) != nil }
-                }
-                return AgentMessage(["ok": true, "entries": .array(entries.map(VaultAgentClient.metadataJSON))])
-            case "get" where request.header["names"] != nil:
-                // Several entries of one owner read in one snapshot (a session's tokens); missing ones are left out.
-                let (names, owner) = try namesAndOwner(request)
-                for name in names { try check((name, owner)) }
-                let entries = try withVault(request) { store in
-                    try store.snapshot { view in
-                        try names.compactMap { name -> VaultEntry? in
-                            guard let metadata = view.metadata(named: name, owner: owner) else { return nil }
-                            return VaultEntry(metadata: metadata, secret: try view.secret(named: name, owner: owner))
-                        }
-                    }
-                }
-                return AgentMessage(["ok": true, "entries": .array(entries.map { VaultAgentClient.metadataJSON($0.metadata) }),
-                                     "secrets": .integer(Int128(entries.count))], secrets: entries.map(\.secret))
-            case "get":
-                let (name, owner) = try nameAndOwner(request)
-                try check((name, owner))
-                let entry = try withVault(request) { try $0.entry(named: name, owner: owner) }
-                return AgentMessage(["ok": true, "entry": VaultAgentClient.metadataJSON(entry.metadata), "secrets": 1], secrets: [entry.secret])
-            case "add":
-                let entries = try newEntries(request)
-                for entry in entries { try check((entry.name, entry.owner)) }
-                let replace = request.header["replace"]?.boolValue ?? false
-                let stored = try withVault(request) { store in
-                    try store.update { transaction in try entries.map { try transaction.put($0, replace: replace) } }
-                }
-                return AgentMessage(["ok": true, "entries": .array(stored.map(VaultAgentClient.metadataJSON))])
-            case "rm" where request.header["names"] != nil:
-                // Several entries of one owner in one transaction (a session that ends), optionally with a new data key.
-                let (names, owner) = try namesAndOwner(request)
-                for name in names { try check((name, owner)) }
-                let rotate = request.header["rotateDataKey"]?.boolValue ?? false
-                try withVault(request) { store in
-                    try store.update { transaction in
-                        for name in names where transaction.metadata(named: name, owner: owner) != nil {
-                            try transaction.remove(named: name, owner: owner)
-                        }
-                        if rotate { transaction.rotateDataKey() }
-                    }
-                }
-                return AgentMessage(["ok": true])
-            case "rm":
-                let (name, owner) = try nameAndOwner(request)
-                try check((name, owner))
-                try withVault(request) { try $0.remove(named: name, owner: owner) }
-                return AgentMessage(["ok": true])
-            default:
-                throw VaultError(.invalidInput, "the agent does not know this request")
-            }
-        } catch let error as VaultError {
-            return AgentMessage(["ok": false, "code": .string(error.code.rawValue), "message": .string(error.message),
-                                 "path": error.path.map(JSONValue.string) ?? .null, "fix": error.fix.map(JSONValue.string) ?? .null])
-        } catch {
-            return AgentMessage(["ok": false, "code": "io", "message": "the agent failed to answer"])
+        handler.answer(request) { operation in try self.access(for: operation, caller: caller) }
+    }
+
+    /// The rules as they apply to `caller`, for an entry request; nil when there are none.
+    /// - Throws: the rules file's error while it is unusable (or gone after rules were in force);
+    ///   `.deniedByRule` for a caller that could not be identified while rules exist.
+    private func access(for operation: AgentOperation, caller: AgentCaller) throws -> (any AgentAccessPolicy)? {
+        guard let rules = try currentRules() else { return nil }
+        guard caller.identified else {
+            // No rule can be asked about a process that is not known to be the peer.
+            AgentLog.write("refused \(operation) to \(caller.description)")
+            throw VaultError(.deniedByRule, "the agent could not identify the process that connected (pid \(caller.pid)), so its rules refuse it",
+                             fix: "keep the process that connects to the agent running while it asks")
         }
+        return AgentRules.Access(rules: rules, caller: caller)
     }
 
     /// What was last read from the rules file.
@@ -385,120 +308,9 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    private func statusAnswer() -> AgentMessage {
-        let now = ContinuousClock.now, wallNow = Date()
-        let listed: [JSONValue] = vaults.withLock { vaults in
-            vaults.sorted { $0.key < $1.key }.map { directory, vault in
-                let expires = min(vault.lastUsed + idleTimeout, vault.unlockedInstant + maximumLifetime)
-                let expiresAt = wallNow.addingTimeInterval(Self.seconds(expires - now))
-                return [
-                    "directory": .string(directory),
-                    "unlockedAt": .string(RFC3339.string(from: vault.unlockedAt)),
-                    "expiresAt": .string(RFC3339.string(from: expiresAt)),
-                    "unlockedAtSeconds": .number(vault.unlockedAt.timeIntervalSince1970),
-                    "expiresAtSeconds": .number(expiresAt.timeIntervalSince1970),
-                ]
-            }
-        }
-        return AgentMessage(["ok": true, "pid": .integer(Int128(getpid())), "socket": .string(socketPath), "vaults": .array(listed),
-                             "failedMemoryLocks": .integer(Int128(SecureMemory.failedLocks))])
-    }
-
-    private func unlock(_ request: AgentMessage) throws -> AgentMessage {
-        guard let directory = request.header["directory"]?.stringValue, let bytes = request.secrets.first else {
-            throw VaultError(.invalidInput, "an unlock request needs a directory and a key")
-        }
-        let key: VaultKey = switch request.header["key"]?.stringValue {
-        case "keyMaterial": .keyMaterial(bytes)
-        default: .passphrase(bytes)
-        }
-        let store = try SecretStore.open(in: directory, key: key)
-        let now = ContinuousClock.now
-        vaults.withLock { $0[directory] = UnlockedVault(store: store, unlockedAt: Date(), lastUsed: now, unlockedInstant: now) }
-        AgentLog.write("unlocked \(directory)")
-        return AgentMessage(["ok": true])
-    }
-
-    /// Runs `body` on the unlocked vault the request names; a key that no longer opens it locks it.
-    private func withVault<T>(_ request: AgentMessage, _ body: (SecretStore) throws -> T) throws -> T {
-        guard let directory = request.header["directory"]?.stringValue else {
-            throw VaultError(.invalidInput, "the request names no vault")
-        }
-        let store: SecretStore? = vaults.withLock { vaults in
-            guard var vault = vaults[directory] else { return nil }
-            vault.lastUsed = .now
-            vaults[directory] = vault
-            return vault.store
-        }
-        guard let store else {
-            throw VaultError(.vaultLocked, "the agent does not hold this vault unlocked", path: directory)
-        }
-        do {
-            return try body(store)
-        } catch let error as VaultError where error.code == .wrongKey || error.code == .suspiciousKDFParameters {
-            vaults.withLock { vaults in
-                if vaults[directory]?.store === store { vaults[directory] = nil }
-            }
-            AgentLog.write("forgot \(directory): its key no longer opens it")
-            throw VaultError(.vaultLocked, "the vault's key changed since it was unlocked; the agent forgot it", path: directory)
-        }
-    }
-
-    private func nameAndOwner(_ request: AgentMessage) throws -> (String, String) {
-        guard let name = request.header["name"]?.stringValue else { throw VaultError(.invalidInput, "the request names no entry") }
-        return (name, request.header["owner"]?.stringValue ?? "")
-    }
-
-    private func namesAndOwner(_ request: AgentMessage) throws -> ([String], String) {
-        let names = (request.header["names"]?.arrayValue ?? []).compactMap(\.stringValue)
-        guard !names.isEmpty, names.count == request.header["names"]?.arrayValue?.count, names.count <= 65_536 else {
-            throw VaultError(.invalidInput, "the request's entry names are malformed")
-        }
-        return (names, request.header["owner"]?.stringValue ?? "")
-    }
-
-    private func newEntries(_ request: AgentMessage) throws -> [NewEntry] {
-        let descriptions = request.header["entries"]?.arrayValue ?? []
-        guard descriptions.count == request.secrets.count else {
-            throw VaultError(.invalidInput, "the request's entries and secrets do not match")
-        }
-        return try zip(descriptions, request.secrets).map { description, secret in
-            guard let name = description["name"]?.stringValue,
-                  let kind = description["kind"]?.stringValue.flatMap(EntryKind.init(rawValue:)) else {
-                throw VaultError(.invalidInput, "an entry of the request is malformed")
-            }
-            return NewEntry(name: name, owner: description["owner"]?.stringValue ?? "", secret: secret, kind: kind,
-                            label: description["label"]?.stringValue,
-                            expiresAt: description["expiresAtSeconds"]?.doubleValue.map(Date.init(timeIntervalSince1970:)),
-                            transferable: description["transferable"]?.boolValue ?? true)
-        }
-    }
-
-    // MARK: Forgetting keys
-
-    /// Forgets every key (the stores go, and with them their zeroising key buffers).
+    /// Forgets every key.
     func lockAll() {
-        let forgotten = vaults.withLock { vaults -> Int in
-            let count = vaults.count
-            vaults.removeAll()
-            return count
-        }
-        if forgotten > 0 { AgentLog.write("locked: forgot \(forgotten) vault key\(forgotten == 1 ? "" : "s")") }
-    }
-
-    private func forgetExpiredKeys() {
-        let now = ContinuousClock.now
-        let expired: [String] = vaults.withLock { vaults in
-            let expired = vaults.filter { now - $0.value.lastUsed >= idleTimeout || now - $0.value.unlockedInstant >= maximumLifetime }
-                .map(\.key)
-            for directory in expired { vaults[directory] = nil }
-            return expired
-        }
-        for directory in expired { AgentLog.write("forgot \(directory): timed out") }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        handler.lockAll()
     }
 }
 

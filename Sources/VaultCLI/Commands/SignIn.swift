@@ -19,8 +19,11 @@ extension VaultCommand {
                 userinfo's) unless --user-id is given.
                 With --browser --issuer URL --client-id ID the user signs in in their browser: authorization code \
                 with PKCE (RFC 7636) and a redirect to http://127.0.0.1:PORT/callback (RFC 8252). The address goes \
-                to standard error and is opened with $BROWSER, else xdg-open (--no-open only prints it). The ID \
+                to standard error; $BROWSER, else xdg-open, is started with http://127.0.0.1:PORT/signin, which \
+                redirects it there (--no-open only prints), and the listener answers only this user's processes. The ID \
                 token is verified with the issuer's keys; its subject, name and email name the user.
+                A sign-in keeps the stored client's DPoP setting and key; --dpop turns DPoP on, --no-dpop turns it \
+                off and removes the key.
                 From guest mode the guest's transferable items move to the account in the same atomic write.
                 """
         )

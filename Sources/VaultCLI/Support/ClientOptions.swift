@@ -26,7 +26,7 @@ struct ClientOptions: ParsableArguments {
     @Option(name: .customLong("authorization-endpoint"), help: ArgumentHelp("Override the discovered authorization endpoint (--browser).", valueName: "URL"))
     var authorizationEndpoint: String?
 
-    @Flag(help: "Bind the tokens to a new P-256 key with DPoP (RFC 9449); the key is sealed in the vault.")
+    @Flag(help: "Bind the tokens to a P-256 key with DPoP (RFC 9449), sealed in the vault (a sealed key is kept; else a new one).")
     var dpop = false
 
     @Option(name: .customLong("ca-bundle"), help: ArgumentHelp("A PEM file of CA certificates to trust instead of the system's.", valueName: "FILE"))

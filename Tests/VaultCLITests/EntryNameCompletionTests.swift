@@ -6,13 +6,14 @@ import Testing
 @Suite struct EntryNameCompletionTests {
     @Test func optionValuesAreFoundInBothSpellingsAndTheLastWins() {
         let words = ["vault", "get", "--vault", "/a", "--key-file=/k1", "--vault", "'/b c'", "--key-file", "~/k2", "na"]
-        #expect(EntryNameCompletion.value(of: "--vault", in: words, before: 9) == "/b c")
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? ""
-        #expect(EntryNameCompletion.value(of: "--key-file", in: words, before: 9) == home + "/k2")
+        // `~/` is expanded with the environment's HOME (the one handed in, not the test process's).
+        let environment = CommandEnvironment([.home: "/home/someone"])
+        #expect(EntryNameCompletion.value(of: "--vault", in: words, before: 9, environment: environment) == "/b c")
+        #expect(EntryNameCompletion.value(of: "--key-file", in: words, before: 9, environment: environment) == "/home/someone/k2")
         // Only words before the one being completed count; an option without its value is none.
-        #expect(EntryNameCompletion.value(of: "--key-file", in: words, before: 6) == "/k1")
-        #expect(EntryNameCompletion.value(of: "--vault", in: ["vault", "get", "--vault"], before: 3) == nil)
-        #expect(EntryNameCompletion.value(of: "--passphrase-file", in: words, before: 9) == nil)
+        #expect(EntryNameCompletion.value(of: "--key-file", in: words, before: 6, environment: environment) == "/k1")
+        #expect(EntryNameCompletion.value(of: "--vault", in: ["vault", "get", "--vault"], before: 3, environment: environment) == nil)
+        #expect(EntryNameCompletion.value(of: "--passphrase-file", in: words, before: 9, environment: environment) == nil)
     }
 
     @Test func quotesAndEscapesAreRemoved() {
@@ -24,7 +25,8 @@ import Testing
 
     @Test func withoutAnyQuietKeySourceNothingIsOpened() {
         // No vault at the path and no key on the line: nothing, and no prompt (there is no terminal to ask on here anyway).
-        let candidates = EntryNameCompletion.candidates(["vault", "get", "--vault", "/nonexistent-\(UUID().uuidString)", ""], 4, "")
+        let candidates = EntryNameCompletion.candidates(["vault", "get", "--vault", "/nonexistent-\(UUID().uuidString)", ""], 4, "",
+                                                        environment: CommandEnvironment(), includingSession: true)
         #expect(candidates.isEmpty)
     }
 }

@@ -61,7 +61,7 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             try ReservedEntryNames.check(name: name, owner: owner, for: .store)
             if guest { try options.requireFileStore() }
-            let storage = try await context.openEntryStorage(options)
+            let storage = try await context.storage(.entries, options)
             let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
             let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
             let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)

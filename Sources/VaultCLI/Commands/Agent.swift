@@ -160,7 +160,7 @@ extension VaultCommand {
         @OptionGroup var options: VaultOptions
 
         func run(_ context: CommandContext) async throws {
-            try options.requireFileStore()
+            try context.requireFileStore(options)
             guard let client = VaultAgentClient.forCurrentUser() else { throw Agent.noAgent }
             guard SecretStore.exists(in: options.directory) else { throw VaultError.vaultNotFound(path: options.directory) }
             _ = try client.status()
@@ -171,10 +171,11 @@ extension VaultCommand {
         /// The key: from a file or the environment when one is given, else through `$VAULT_PINENTRY`
         /// when it names a program (gpg-agent's convention), else the usual prompt.
         private func key(_ context: CommandContext) throws -> VaultKey {
-            let hasSource = options.keyFile != nil || options.passphraseFile != nil
-                || KeySources.environmentValue("VAULT_KEY_FILE") != nil || context.passphrases.value("VAULT_PASSPHRASE") != nil
-            guard !hasSource, let program = KeySources.environmentValue("VAULT_PINENTRY") else { return try context.key(options) }
-            return .passphrase(try Pinentry.askPassphrase(program: program, description: "Passphrase for the vault in \(options.directory)"))
+            guard case .asked = context.keySource(options), let program = context.environment[.vaultPinentry] else {
+                return try context.key(options)
+            }
+            return .passphrase(try Pinentry.askPassphrase(program: program, description: "Passphrase for the vault in \(options.directory)",
+                                                          environment: context.environment))
         }
     }
 

@@ -131,7 +131,7 @@ extension VaultCommand {
         /// Opens the vault and reads every secret; the store is gone when this returns.
         private func prepare(_ context: CommandContext, environmentFiles: [(path: String, file: DotEnvFile)],
                              folder: ProgramSecretFolder?) async throws -> Prepared {
-            let resolver = ReferenceResolver(storage: try await context.openEntryStorage(options))
+            let resolver = ReferenceResolver(storage: try await context.storage(.entries, options))
             var prepared = Prepared()
             for (path, file) in environmentFiles {
                 for binding in file.values {

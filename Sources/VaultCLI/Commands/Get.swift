@@ -40,7 +40,7 @@ extension VaultCommand {
             try ReservedEntryNames.check(name: name, owner: owner, for: .read)
             // Find the clipboard before opening the vault: without one, fail before any passphrase is asked for.
             let clipboard = clip ? try Clipboard.find() : nil
-            let secret = try await context.openEntryStorage(options).readEntry(named: name, owner: owner).secret
+            let secret = try await context.storage(.entries, options).readEntry(named: name, owner: owner).secret
             guard let clipboard else { return try StandardIO.printOutput(secret) }
             try clipboard.copy(secret)
             let seconds = clearAfter ?? 45

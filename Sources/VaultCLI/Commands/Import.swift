@@ -60,7 +60,7 @@ extension VaultCommand {
                                  "\(plan.invalid.count) name\(plan.invalid.count == 1 ? " is" : "s are") not valid for vault (listed above); nothing was imported",
                                  fix: "rename them in the source, or pass --skip-invalid to import the rest")
             }
-            let storage = try await context.openEntryStorage(options)
+            let storage = try await context.storage(.entries, options)
             let existing = Set(try await storage.listEntries(owner: "").map(\.name))
             plan.separate(existing: existing, replace: replace)
             if !dryRun, !plan.toImport.isEmpty {

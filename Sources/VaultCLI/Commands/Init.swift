@@ -19,12 +19,12 @@ extension VaultCommand {
         var weakPassphrase = false
 
         func run(_ context: CommandContext) async throws {
-            let storage = try await context.createStorage(options, allowWeakPassphrase: weakPassphrase)
+            let storage = try await context.storage(.selected(.create, allowingWeakPassphrase: weakPassphrase), options)
             if let store = storage as? SecretStore {
                 // The install's anonymous id exists from the first launch (a PostgreSQL store has no profile).
                 _ = try await context.session(options, key: .whenVaultExists).restore()
                 ErrorReport.note("Created an empty vault in \(store.directory).")
-            } else if case let .postgres(_, storeName) = try options.storeSelection {
+            } else if case let .postgres(_, storeName) = try context.storeSelection(options) {
                 ErrorReport.note("Created the empty vault '\(TerminalText.escaped(storeName))' in the PostgreSQL database.")
             }
         }

@@ -39,7 +39,7 @@ extension VaultCommand {
                                               path: self.template)
             var secrets: [SecretReference: SecureBytes] = [:]
             if !template.placeholders.isEmpty {
-                let resolver = ReferenceResolver(storage: try await context.openEntryStorage(options))
+                let resolver = ReferenceResolver(storage: try await context.storage(.entries, options))
                 for placeholder in template.placeholders where secrets[placeholder.reference] == nil {
                     secrets[placeholder.reference] = try await resolver.secret(
                         for: placeholder.reference, origin: "\(self.template), line \(placeholder.line)")

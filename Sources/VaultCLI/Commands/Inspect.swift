@@ -16,7 +16,7 @@ extension VaultCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: "The entry's name.", completion: EntryNameCompletion.kind)
+        @Argument(help: "The entry's name.", completion: EntryNameCompletion.kindIncludingSession)
         var name: String
 
         @Flag(help: "Print a JSON object (see docs/CLI.md).")
@@ -26,7 +26,7 @@ extension VaultCommand {
         var owner = ""
 
         func run(_ context: CommandContext) async throws {
-            let entry = try await context.openEntryStorage(options).readEntry(named: name, owner: owner)
+            let entry = try await context.storage(.entries, options).readEntry(named: name, owner: owner)
             let inspection = EntryInspection(entry, now: Date())
             try StandardIO.printOutput(json ? TextLayout.json(inspection.jsonValue) : TextLayout.fields(inspection.fields))
         }

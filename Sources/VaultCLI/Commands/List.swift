@@ -26,7 +26,7 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             let now = Date()
             // Tokens waiting for their revocation (SessionManager.keepForRevocation) are not entries of the user's.
-            let entries = try await context.openEntryStorage(options).listEntries(owner: owner)
+            let entries = try await context.storage(.entries, options).listEntries(owner: owner)
                 .filter { $0.owner != SessionManager.pendingRevocationOwner || owner != nil }
                 .filter { entry in expiringWithin.map { entry.expires(within: TimeInterval($0), of: now) } ?? true }
             if json {

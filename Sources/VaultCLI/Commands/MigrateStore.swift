@@ -34,8 +34,8 @@ extension VaultCommand {
         var intoExisting = false
 
         func run(_ context: CommandContext) async throws {
-            let source = try options.storeSelection
-            let destination = try StoreSelection(store: to, storeName: toStoreName ?? options.storeName)
+            let source = try context.storeSelection(options)
+            let destination = try StoreSelection(store: to, storeName: toStoreName ?? options.storeName, environment: context.environment)
             guard source != destination else {
                 throw VaultError(.invalidInput, "the source and the destination are the same store",
                                  fix: "select the source with --store (or VAULT_STORE) and the destination with --to")
@@ -84,17 +84,17 @@ extension VaultCommand {
 
         /// A store of this copy, opened through the context (one key for both, closed at the end).
         private func open(_ selection: StoreSelection, context: CommandContext) async throws -> any SecretStorage {
-            guard let postgres = selection.postgres else { return try context.openVaultFile(options) }
-            return try await context.openPostgres(options, url: postgres.url, name: postgres.storeName)
+            guard let postgres = selection.postgres else { return try await context.storage(.vaultFileWhateverSelected(), options) }
+            return try await context.storage(.postgres(url: postgres.url, name: postgres.storeName), options)
         }
 
         private func destinationStorage(_ selection: StoreSelection, context: CommandContext) async throws -> any SecretStorage {
             if intoExisting { return try await open(selection, context: context) }
             guard let postgres = selection.postgres else {
                 // The key already opens the source: its strength was judged when it was set.
-                return try context.createVaultFile(options, allowWeakPassphrase: true)
+                return try await context.storage(.vaultFileWhateverSelected(.create, allowingWeakPassphrase: true), options)
             }
-            return try await context.createPostgres(options, url: postgres.url, name: postgres.storeName)
+            return try await context.storage(.postgres(url: postgres.url, name: postgres.storeName, .create), options)
         }
     }
 }

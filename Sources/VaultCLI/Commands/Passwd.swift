@@ -40,7 +40,7 @@ extension VaultCommand {
         }
 
         func run(_ context: CommandContext) async throws {
-            let store = try context.openStore(options, allowWeakPassphrase: weakPassphrase)
+            let store = try await context.storage(.vaultFile(allowingWeakPassphrase: weakPassphrase), options)
             try store.changeKey(to: context.newKey(options, keyFile: newKeyFile, passphraseFile: newPassphraseFile))
             ErrorReport.note("Changed the key of the vault in \(store.directory).")
         }

@@ -19,7 +19,7 @@ extension VaultCommand {
 
         func run(_ context: CommandContext) async throws {
             try ReservedEntryNames.check(name: name, owner: owner, for: .remove)
-            try await context.openEntryStorage(options).removeEntry(named: name, owner: owner)
+            try await context.storage(.entries, options).removeEntry(named: name, owner: owner)
             ErrorReport.note("Removed '\(TerminalText.escaped(name))'.")
         }
     }

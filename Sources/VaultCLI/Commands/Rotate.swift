@@ -18,7 +18,7 @@ extension VaultCommand {
         @OptionGroup var options: VaultOptions
 
         func run(_ context: CommandContext) async throws {
-            let store = try context.openStore(options)
+            let store = try await context.storage(.vaultFile(), options)
             try store.rotate()
             let count = try store.list().count
             ErrorReport.note("Rotated the data key; \(count) \(count == 1 ? "entry" : "entries") re-encrypted.")

@@ -24,7 +24,7 @@ extension VaultCommand {
         var json = false
 
         func run(_ context: CommandContext) async throws {
-            let store = try context.openStore(options)
+            let store = try await context.storage(.vaultFile(), options)
             let upgrade = try store.upgradeFormat()
             if json {
                 try StandardIO.printOutput(TextLayout.json(.object([

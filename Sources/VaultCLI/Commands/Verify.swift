@@ -15,7 +15,7 @@ extension VaultCommand {
         var json = false
 
         func run(_ context: CommandContext) async throws {
-            let storage = try await context.openStorage(options)
+            let storage = try await context.storage(.selected(), options)
             let report = try await storage.verifyAll()
             let path = (storage as? SecretStore)?.vaultPath
             try StandardIO.printOutput(json ? TextLayout.json(report.jsonValue) : Self.text(report))

@@ -41,11 +41,11 @@ extension VaultCommand {
         var destroyKeyFile = false
 
         func run(_ context: CommandContext) async throws {
-            if let postgres = try options.storeSelection.postgres {
+            if let postgres = try context.storeSelection(options).postgres {
                 return try await wipePostgres(url: postgres.url, storeName: postgres.storeName, context: context)
             }
             let directory = options.directory
-            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
+            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(context.keySource(options)) : nil
             if !yes { try Self.confirm(directory: directory, keyFile: keyFile, terminal: options.terminal()) }
             let wiped = try SecretStore.wipe(in: directory, lockTimeout: options.lockTimeout)
             let profiles = ProfileStore(directory: directory, lockTimeout: options.lockTimeout)
@@ -67,7 +67,7 @@ extension VaultCommand {
         /// `wipe` on a PostgreSQL store: the vault's rows, then (with `--destroy-key-file`) the key file.
         private func wipePostgres(url: String, storeName: String, context: CommandContext) async throws {
             guard !all else { throw UsageError("--all removes the profile of a vault file; a PostgreSQL store has none") }
-            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(options) : nil
+            let keyFile = try destroyKeyFile ? Self.keyFileToDestroy(context.keySource(options)) : nil
             let support = try context.requirePostgres()
             let name = "the PostgreSQL vault '\(TerminalText.escaped(storeName))'"
             if !yes { try Self.confirm(directory: name, keyFile: keyFile, terminal: options.terminal()) }
@@ -86,10 +86,11 @@ extension VaultCommand {
             }
         }
 
-        /// The key file `--destroy-key-file` names: `--key-file`, else `VAULT_KEY_FILE`.
-        /// - Throws: `UsageError` when neither is given (nothing is wiped then).
-        static func keyFileToDestroy(_ options: VaultOptions) throws -> String {
-            if let path = options.keyFile ?? KeySources.environmentValue("VAULT_KEY_FILE") { return path }
+        /// The key file `--destroy-key-file` names: the key source's, when it is a key file
+        /// (`--key-file`, else `VAULT_KEY_FILE`, unless `--passphrase-file` comes first).
+        /// - Throws: `UsageError` when the key source is not a key file (nothing is wiped then).
+        static func keyFileToDestroy(_ source: KeySource) throws -> String {
+            if let path = source.keyFilePath { return path }
             throw UsageError("--destroy-key-file needs the key file: give --key-file FILE or set VAULT_KEY_FILE; nothing was wiped",
                              hint: "a vault opened by a passphrase has no key file to destroy")
         }

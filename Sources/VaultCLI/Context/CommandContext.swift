@@ -2,16 +2,18 @@ import CredentialVault
 import Synchronization
 
 /// Everything one run of a command shares: what this executable links (the OAuth client, the
-/// PostgreSQL store), the passphrases taken out of the environment at start-up, and, resolved on
-/// first use and then kept, the key, the opened store and the session.
+/// PostgreSQL store), the environment read at start-up (the passphrases taken out of it, the
+/// other variables `vault` reads), and, resolved on first use and then kept, the key, the opened
+/// store and the session.
 ///
 /// The entry pipeline (`VaultEntryPoint`) builds one per process and every command runs with it
-/// (`ContextCommand.run(_:)`). It is the only reader of `KeySources.current` and the only place
-/// that opens or creates a store for a command: so a command that reads the session, refreshes
-/// its token and reads the OAuth client's secret derives the key once and asks for a passphrase
-/// at most once, and every open honours the command's options (`--lock-timeout`,
-/// `--accept-rollback`). `keygen`, `wipe`, `self-check`, help and a `status` with no vault never
-/// touch it, so they never ask for a key.
+/// (`ContextCommand.run(_:)`); a test can build one with an environment of its own. It decides
+/// the key source (`keySource`), is the only reader of `KeySources.current`, and the only place
+/// that opens or creates a store for a command (`storage(_:_:)` with a `StorageRequest`): so a
+/// command that reads the session, refreshes its token and reads the OAuth client's secret derives
+/// the key once and asks for a passphrase at most once, and every open honours the command's
+/// options (`--lock-timeout`, `--accept-rollback`). `keygen`, `wipe`, `self-check`, help and a
+/// `status` with no vault never ask it for a key.
 package final class CommandContext: Sendable {
     /// The OAuth client's support, in the executables that link it (`vault-oauth`, `vault-postgres`).
     let oauth: (any OAuthCommandSupport)?
@@ -19,6 +21,8 @@ package final class CommandContext: Sendable {
     let postgres: (any PostgresCommandSupport)?
     /// `VAULT_PASSPHRASE` and `VAULT_NEW_PASSPHRASE` as the process found them.
     let passphrases: CapturedPassphrases
+    /// The other environment variables the command reads, read once at start-up.
+    let environment: CommandEnvironment
 
     private let memo = Mutex(Memo())
 
@@ -32,20 +36,29 @@ package final class CommandContext: Sendable {
         var session: SessionManager?
     }
 
-    init(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?, passphrases: CapturedPassphrases) {
+    init(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?, passphrases: CapturedPassphrases,
+         environment: CommandEnvironment) {
         self.oauth = oauth
         self.postgres = postgres
         self.passphrases = passphrases
+        self.environment = environment
     }
 
     // MARK: The key
 
-    /// The vault key, found once per process (`KeySources`): later calls return the same key
-    /// without asking or reading again.
+    /// Where the key comes from (`KeySource`, the key order), from the options and the
+    /// environment the process started with. Nothing is read or asked.
+    func keySource(_ options: VaultOptions) -> KeySource {
+        KeySource(keyFile: options.keyFile, passphraseFile: options.passphraseFile, environment: environment,
+                  passphrase: passphrases.value("VAULT_PASSPHRASE"))
+    }
+
+    /// The vault key, found once per process (`keySource`, `KeySources`): later calls return the
+    /// same key without asking or reading again.
     /// - Parameter confirmNew: a typed passphrase is asked twice (the vault is being created).
     func key(_ options: VaultOptions, confirmNew: Bool = false) throws -> VaultKey {
         if let key = memo.withLock({ $0.key }) { return key }
-        let key = try KeySources.current(options, passphrases: passphrases, confirmNew: confirmNew)
+        let key = try KeySources.current(keySource(options), options: options, confirmNew: confirmNew)
         memo.withLock { $0.key = key }
         return key
     }
@@ -61,82 +74,116 @@ package final class CommandContext: Sendable {
         try? key(options)
     }
 
-    // MARK: The vault file
+    // MARK: The store
 
-    /// The vault file in `options.directory`, opened once.
-    /// - Parameter allowWeakPassphrase: let `changeKey` accept a weak new passphrase (`vault passwd`).
-    /// - Throws: `.notFound` before any passphrase is asked for when there is no vault; the errors of `SecretStore.open`.
-    func openStore(_ options: VaultOptions, allowWeakPassphrase: Bool = false) throws -> SecretStore {
-        try options.requireFileStore()
-        return try openVaultFile(options, allowWeakPassphrase: allowWeakPassphrase)
+    /// The store the options name (`--store`, else `VAULT_STORE`; `StoreSelection`).
+    /// - Throws: `.invalidInput` for a value that is neither `file` nor a `postgres://` URL.
+    func storeSelection(_ options: VaultOptions) throws -> StoreSelection {
+        try StoreSelection(store: options.store, storeName: options.storeName, environment: environment)
     }
 
-    /// `openStore` whatever store the options select (`migrate-store`'s vault file beside a PostgreSQL store).
-    func openVaultFile(_ options: VaultOptions, allowWeakPassphrase: Bool = false) throws -> SecretStore {
+    /// For commands that work on the vault file only (sessions, `passwd`, `rotate`, the credential
+    /// helpers): a PostgreSQL store is refused before anything is read.
+    /// - Throws: `.invalidInput` on a PostgreSQL store.
+    func requireFileStore(_ options: VaultOptions) throws {
+        guard case .postgres = try storeSelection(options) else { return }
+        throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",
+                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use the entry commands, migrate-store, and the session commands with --session NAME")
+    }
+
+    /// The storage `request` asks for (`StorageRequest`: which one, opened or created): the one
+    /// way a command gets a store. What is opened is kept, so a second request returns it without
+    /// a second key derivation, and every open honours the options (`--lock-timeout`, `--accept-rollback`).
+    /// - Throws: `.notFound` (nothing to open) or `.alreadyExists` (nothing to create over) before
+    ///   any passphrase is asked for; `.invalidInput` for a store the request refuses; the errors
+    ///   of opening or creating it.
+    func storage<Storage>(_ request: StorageRequest<Storage>, _ options: VaultOptions) async throws -> Storage {
+        switch request.target {
+        case let .vaultFile(refusingPostgres, result):
+            if refusingPostgres { try requireFileStore(options) }
+            return result(try vaultFile(options, request.access, allowWeakPassphrase: request.allowsWeakPassphrase))
+        case let .selected(result):
+            return result(try await selectedStorage(options, request.access, allowWeakPassphrase: request.allowsWeakPassphrase))
+        case let .entries(result):
+            // The agent comes after `--key-file` and `--passphrase-file` in the key order and before
+            // `$VAULT_KEY_FILE`, `$VAULT_PASSPHRASE` and the prompt; see `agent(for:)`.
+            guard let (client, directory) = try agent(for: options) else {
+                return result(try await selectedStorage(options, .open, allowWeakPassphrase: false))
+            }
+            return result(AgentStorage(client: client, directory: directory) { [self] in
+                try await self.selectedStorage(options, .open, allowWeakPassphrase: false)
+            })
+        case let .fleetSessions(result):
+            guard let selected = try storeSelection(options).postgres else {
+                throw VaultError(.invalidInput, "fleet sessions live in a PostgreSQL store", fix: "give --store postgres://…")
+            }
+            return result(try await postgresStore(options, url: selected.url, name: selected.storeName, .open))
+        case let .postgres(url, name, result):
+            return result(try await postgresStore(options, url: url, name: name, request.access))
+        }
+    }
+
+    /// The vault file in `options.directory`: opened once, or created.
+    private func vaultFile(_ options: VaultOptions, _ access: StorageAccess,
+                           allowWeakPassphrase: Bool) throws -> SecretStore {
         let directory = options.directory
-        if let opened = memo.withLock({ $0.store }), opened.directory == directory { return opened.store }
-        guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
         var storeOptions = options.storeOptions
         storeOptions.allowsWeakPassphrase = allowWeakPassphrase
-        let store = try SecretStore.open(in: directory, key: try key(options), options: storeOptions)
-        memo.withLock { $0.store = (directory, store) }
-        return store
-    }
-
-    /// Creates the vault file; a passphrase typed on the terminal is asked for twice.
-    /// - Throws: `.alreadyExists` before any passphrase is asked for; the errors of `SecretStore.create`.
-    func createStore(_ options: VaultOptions, allowWeakPassphrase: Bool = false) throws -> SecretStore {
-        try options.requireFileStore()
-        return try createVaultFile(options, allowWeakPassphrase: allowWeakPassphrase)
-    }
-
-    /// `createStore` whatever store the options select (`migrate-store`'s destination).
-    func createVaultFile(_ options: VaultOptions, allowWeakPassphrase: Bool = false) throws -> SecretStore {
-        let directory = options.directory
-        if SecretStore.exists(in: directory) {
-            throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
-                             fix: "use it, choose another --vault DIR, or destroy it with 'vault wipe'")
+        switch access {
+        case .open:
+            if let opened = memo.withLock({ $0.store }), opened.directory == directory { return opened.store }
+            guard SecretStore.exists(in: directory) else { throw VaultError.vaultNotFound(path: directory) }
+            let store = try SecretStore.open(in: directory, key: try key(options), options: storeOptions)
+            memo.withLock { $0.store = (directory, store) }
+            return store
+        case .create:
+            if SecretStore.exists(in: directory) {
+                throw VaultError(.alreadyExists, "a vault already exists here", path: directory,
+                                 fix: "use it, choose another --vault DIR, or destroy it with 'vault wipe'")
+            }
+            let store = try SecretStore.create(in: directory, key: try key(options, confirmNew: true), options: storeOptions)
+            memo.withLock { $0.store = (directory, store) }
+            return store
+        case .openOrCreate:
+            return try vaultFile(options, SecretStore.exists(in: directory) ? .open : .create, allowWeakPassphrase: allowWeakPassphrase)
         }
-        var storeOptions = options.storeOptions
-        storeOptions.allowsWeakPassphrase = allowWeakPassphrase
-        let store = try SecretStore.create(in: directory, key: try key(options, confirmNew: true), options: storeOptions)
-        memo.withLock { $0.store = (directory, store) }
-        return store
     }
 
-    /// The vault file, opened, or created when there is none yet.
-    func openOrCreateStore(_ options: VaultOptions) throws -> SecretStore {
-        SecretStore.exists(in: options.directory) ? try openStore(options) : try createStore(options)
-    }
-
-    // MARK: The selected store (the vault file or PostgreSQL)
-
-    /// The selected store, opened once: the vault file, or a PostgreSQL store (`vault-postgres`).
-    func openStorage(_ options: VaultOptions) async throws -> any SecretStorage {
-        guard let selected = try options.storeSelection.postgres else { return try openStore(options) }
-        return try await openPostgres(options, url: selected.url, name: selected.storeName)
-    }
-
-    /// The store for the entry commands (`get`, `list`, `inspect`, `add`, `rm`, `exec`, `inject`,
-    /// `import`, the git and docker helpers): through the user's `vault agent` when one answers and
-    /// holds this vault unlocked, else `openStorage`.
-    ///
-    /// The agent comes after `--key-file` and `--passphrase-file` in the key order and before
-    /// `$VAULT_KEY_FILE`, `$VAULT_PASSPHRASE` and the prompt; `--no-agent` skips it, and so does a
-    /// PostgreSQL store. With no agent configured (`VAULT_AGENT_SOCK`, `XDG_RUNTIME_DIR`) or no socket
-    /// there, nothing is tried; with an agent that does not hold the vault, one request is.
-    func openEntryStorage(_ options: VaultOptions) async throws -> any SecretStorage {
-        guard let (client, directory) = try agent(for: options) else { return try await openStorage(options) }
-        return AgentStorage(client: client, directory: directory) { [self] in
-            try await self.openStorage(options)
+    /// The selected store (the vault file, or PostgreSQL in `vault-postgres`), opened or created.
+    private func selectedStorage(_ options: VaultOptions, _ access: StorageAccess,
+                                 allowWeakPassphrase: Bool) async throws -> any SecretStorage {
+        guard let selected = try storeSelection(options).postgres else {
+            return try vaultFile(options, access, allowWeakPassphrase: allowWeakPassphrase)
         }
+        return try await postgresStore(options, url: selected.url, name: selected.storeName, access)
+    }
+
+    /// The PostgreSQL store `name` at `url`: opened once with this process's key, or created (a
+    /// passphrase typed on the terminal is asked for twice). `close()` closes it.
+    private func postgresStore(_ options: VaultOptions, url: String, name: String, _ access: StorageAccess) async throws
+        -> any FleetSessionStore {
+        let support = try requirePostgres()
+        let store: any FleetSessionStore
+        switch access {
+        case .open, .openOrCreate:
+            if let opened = memo.withLock({ $0.postgresStores.first { $0.url == url && $0.name == name } }) { return opened.store }
+            store = try await support.open(url: url, storeName: name, key: try key(options), timeout: options.operationTimeout,
+                                           acceptRollback: options.acceptRollback)
+        case .create:
+            store = try await support.create(url: url, storeName: name, key: try key(options, confirmNew: true),
+                                             timeout: options.operationTimeout)
+        }
+        memo.withLock { $0.postgresStores.append((url, name, store)) }
+        return store
     }
 
     /// The user's agent and the vault's directory as the agent names it, when the entry commands
-    /// should ask it (see `openEntryStorage`); nil when they open the vault themselves.
+    /// should ask it (`StorageRequest.entries`): when the key source comes after the agent in the
+    /// key order (`KeySource.yieldsToAgent`), the vault file is selected and exists, and an agent
+    /// is configured. Nil when they open the vault themselves.
     func agent(for options: VaultOptions) throws -> (client: VaultAgentClient, directory: String)? {
-        guard !options.noAgent, options.keyFile == nil, options.passphraseFile == nil, memo.withLock({ $0.store == nil }),
-              try options.storeSelection.postgres == nil, let client = VaultAgentClient.forCurrentUser(),
+        guard !options.noAgent, keySource(options).yieldsToAgent, memo.withLock({ $0.store == nil }),
+              try storeSelection(options).postgres == nil, let client = VaultAgentClient.forCurrentUser(),
               SecretStore.exists(in: options.directory) else { return nil }
         return (client, try VaultAgentClient.canonical(options.directory))
     }
@@ -153,42 +200,26 @@ package final class CommandContext: Sendable {
                 // Not held by the agent (or it died): the vault is opened directly below.
             }
         }
-        return try directly(try openStore(options))
+        try requireFileStore(options)
+        return try directly(try vaultFile(options, .open, allowWeakPassphrase: false))
     }
 
-    /// Creates a vault in the selected store; a passphrase typed on the terminal is asked for twice.
-    func createStorage(_ options: VaultOptions, allowWeakPassphrase: Bool = false) async throws -> any SecretStorage {
-        guard let selected = try options.storeSelection.postgres else {
-            return try createStore(options, allowWeakPassphrase: allowWeakPassphrase)
-        }
-        return try await createPostgres(options, url: selected.url, name: selected.storeName)
-    }
+    // MARK: Forwarders, until their last callers move to `storage(_:_:)`
 
-    /// The PostgreSQL store the options select, for the fleet-session commands.
-    /// - Throws: `.invalidInput` for the vault file.
-    func openFleetSessions(_ options: VaultOptions) async throws -> any FleetSessionStore {
-        guard let selected = try options.storeSelection.postgres else {
-            throw VaultError(.invalidInput, "fleet sessions live in a PostgreSQL store", fix: "give --store postgres://…")
-        }
-        return try await openPostgres(options, url: selected.url, name: selected.storeName)
+    /// `storage(.vaultFile(), options)`.
+    func openStore(_ options: VaultOptions) throws -> SecretStore {
+        try requireFileStore(options)
+        return try vaultFile(options, .open, allowWeakPassphrase: false)
     }
-
-    /// The PostgreSQL store `name` at `url`, opened once with this process's key (`close()` closes it).
-    func openPostgres(_ options: VaultOptions, url: String, name: String) async throws -> any FleetSessionStore {
-        if let opened = memo.withLock({ $0.postgresStores.first { $0.url == url && $0.name == name } }) { return opened.store }
-        let store = try await requirePostgres().open(url: url, storeName: name, key: try key(options), timeout: options.operationTimeout,
-                                                     acceptRollback: options.acceptRollback)
-        memo.withLock { $0.postgresStores.append((url, name, store)) }
-        return store
+    /// `storage(.vaultFile(.openOrCreate), options)`.
+    func openOrCreateStore(_ options: VaultOptions) throws -> SecretStore {
+        try requireFileStore(options)
+        return try vaultFile(options, .openOrCreate, allowWeakPassphrase: false)
     }
-
-    /// Creates the PostgreSQL store `name` at `url`; a passphrase typed on the terminal is asked for twice.
-    func createPostgres(_ options: VaultOptions, url: String, name: String) async throws -> any FleetSessionStore {
-        let store = try await requirePostgres().create(url: url, storeName: name, key: try key(options, confirmNew: true),
-                                                       timeout: options.operationTimeout)
-        memo.withLock { $0.postgresStores.append((url, name, store)) }
-        return store
-    }
+    /// `storage(.selected(), options)`.
+    func openStorage(_ options: VaultOptions) async throws -> any SecretStorage { try await storage(.selected(), options) }
+    /// `storage(.fleetSessions, options)`.
+    func openFleetSessions(_ options: VaultOptions) async throws -> any FleetSessionStore { try await storage(.fleetSessions, options) }
 
     /// Closes what was opened (PostgreSQL stores' connections) and forgets the key, the store and
     /// the session (their key material is zeroised as they are released). The entry pipeline calls
@@ -233,7 +264,7 @@ package final class CommandContext: Sendable {
             session = try (throughAgent ? agentSession(options, configuration: configuration) : nil)
                 ?? fileSession(options, key: requirement, configuration: configuration)
         } else {
-            session = SessionManager(fleet: try await openFleetSessions(options), session: fleetSession ?? "", configuration: configuration)
+            session = SessionManager(fleet: try await storage(.fleetSessions, options), session: fleetSession ?? "", configuration: configuration)
         }
         memo.withLock { $0.session = session }
         return session
@@ -242,7 +273,7 @@ package final class CommandContext: Sendable {
     /// True when the options select the vault file's session, false for a fleet session; checks
     /// `--session` against the store first: required on PostgreSQL, refused on the vault file (64).
     func selectsFileSession(_ options: VaultOptions, fleetSession: String?) throws -> Bool {
-        guard case .postgres = try options.storeSelection else {
+        guard case .postgres = try storeSelection(options) else {
             if fleetSession != nil { throw UsageError("--session names a fleet session in a PostgreSQL store; give --store postgres://… too") }
             return true
         }
@@ -254,7 +285,7 @@ package final class CommandContext: Sendable {
     }
 
     /// The vault file's session through the user's agent, when one answers and holds the vault
-    /// unlocked (in the key order, as `openEntryStorage`); nil otherwise. An agent that does not
+    /// unlocked (in the key order, as `StorageRequest.entries`); nil otherwise. An agent that does not
     /// answer is reported as a warning, and the vault is opened directly.
     private func agentSession(_ options: VaultOptions, configuration: SessionConfiguration) throws -> SessionManager? {
         guard let (client, directory) = try agent(for: options) else { return nil }
@@ -275,7 +306,7 @@ package final class CommandContext: Sendable {
         }
         switch requirement {
         case .required, .whenVaultExists:
-            return SessionManager(store: try openStore(options), configuration: configuration)
+            return SessionManager(store: try vaultFile(options, .open, allowWeakPassphrase: false), configuration: configuration)
         case .ifAvailable:
             // Not opened here: the session opens the vault only if the profile names a user
             // (`status` of a guest reads no vault), and reports a locked or unreadable one as
@@ -288,13 +319,13 @@ package final class CommandContext: Sendable {
     /// agent when it holds it; or PostgreSQL, shared by the fleet).
     /// - Throws: `.tampered` when the profile holds a copy that is not sealed or differs from the sealed one.
     func storedClient(_ options: VaultOptions) async throws -> StoredClientConfiguration? {
-        guard case .postgres = try options.storeSelection else {
+        guard case .postgres = try storeSelection(options) else {
             let copy = try StoredClientConfiguration.profileCopy(options)
             let sealed = SecretStore.exists(in: options.directory)
-                ? try await StoredClientConfiguration.load(from: try await openEntryStorage(options)) : nil
+                ? try await StoredClientConfiguration.load(from: try await storage(.entries, options)) : nil
             return try StoredClientConfiguration.checked(sealed: sealed, profileCopy: copy)
         }
-        return try await StoredClientConfiguration.load(from: try await openFleetSessions(options))
+        return try await StoredClientConfiguration.load(from: try await storage(.fleetSessions, options))
     }
 
     /// `storedClient`, or the reason it cannot be used (a forged profile copy), for a command that
@@ -320,26 +351,26 @@ package final class CommandContext: Sendable {
         guard stored.authMethod.sendsSecret else {
             return try oauth.client(for: stored, secret: nil, requestTimeout: timeout, caBundle: bundle, dpopKey: dpopKey)
         }
-        guard case .postgres = try options.storeSelection else {
+        guard case .postgres = try storeSelection(options) else {
             return try oauth.client(for: stored, secret: try await clientSecret(options), requestTimeout: timeout, caBundle: bundle,
                                     dpopKey: dpopKey)
         }
-        let secret = try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
+        let secret = try await storage(.fleetSessions, options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
         return try oauth.client(for: stored, secret: secret, requestTimeout: timeout, caBundle: bundle, dpopKey: dpopKey)
     }
 
     /// The stored client's DPoP key (`--dpop`), read like its secret.
     func dpopKey(_ options: VaultOptions) async throws -> SecureBytes {
-        if case .postgres = try options.storeSelection {
-            return try await openFleetSessions(options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
+        if case .postgres = try storeSelection(options) {
+            return try await storage(.fleetSessions, options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
         }
-        return try await openEntryStorage(options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
+        return try await storage(.entries, options).readEntry(named: StoredClientConfiguration.dpopKeyEntry, owner: "").secret
     }
 
     /// The OAuth client's secret kept in the vault file, read through the store this context opened
     /// (or, when it opened none, through the agent that holds the vault).
     func clientSecret(_ options: VaultOptions) async throws -> SecureBytes {
-        try await openEntryStorage(options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
+        try await storage(.entries, options).readEntry(named: StoredClientConfiguration.secretEntry, owner: "").secret
     }
 
     // MARK: What this executable links

@@ -5,7 +5,8 @@ enum StoreRouting {
     /// True when the command line or `VAULT_STORE` names a PostgreSQL store: any argument before
     /// `--` that is (or ends in `=` followed by) a `postgres://` URL. It may say yes for a label
     /// that looks like a URL; the helper then runs the command just the same.
-    static func needsPostgres(arguments: [String]) -> Bool {
+    /// - Parameter environment: the process's environment (`VAULT_STORE`).
+    static func needsPostgres(arguments: [String], environment: CommandEnvironment) -> Bool {
         func isURL(_ text: Substring) -> Bool { text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") }
         for argument in arguments.dropFirst() {
             if argument == "--" { break }
@@ -13,6 +14,6 @@ enum StoreRouting {
             if isURL(text) { return true }
             if argument.hasPrefix("--"), let equals = text.firstIndex(of: "="), isURL(text[text.index(after: equals)...]) { return true }
         }
-        return KeySources.environmentValue("VAULT_STORE").map { isURL(Substring($0)) } ?? false
+        return environment[.vaultStore].map { isURL(Substring($0)) } ?? false
     }
 }

@@ -12,14 +12,15 @@ import VaultCrypto
 /// (Sources/VaultPostgresMain, which links the OAuth client and the PostgreSQL store).
 ///
 /// One pipeline, in a fixed order:
-/// 1. the hand-over marker is taken out of the environment (a helper knows it was handed a command);
+/// 1. the hand-over marker is taken out of the environment (a helper knows it was handed a command),
+///    and the variables `vault` reads are read, once (`CommandEnvironment`, carried by the context);
 /// 2. **personalities**: argv[0] `git-credential-vault`, `docker-credential-vault` or
 ///    `vault-clipboard-clearer` runs that command of its own;
 /// 3. **store routing**: a command line or `VAULT_STORE` naming a PostgreSQL store goes to `vault-postgres`;
 /// 4. **parse** (`CommandParser`);
 /// 5. **hand-over**: a command whose `oauthHandOver` says so goes to `vault-oauth`. Steps 3 and 5
 ///    are the only places the process is replaced (`HelperExecutable.replaceProcess`), before any
-///    key, prompt, standard input or environment variable is read;
+///    key, prompt, standard input or passphrase variable is read;
 /// 6. the process is hardened and the passphrases taken out of the environment;
 /// 7. the command **runs** with one `CommandContext`;
 /// 8. an error is **reported** as `vault: …` with its exit status.
@@ -37,12 +38,14 @@ package enum VaultEntryPoint {
     package static func run(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?) async -> Never {
         let arrivedAs = HelperExecutable.takeHandOverMarker()
         let arguments = CommandLine.arguments
+        let environment = CommandEnvironment.process()
 
         if let personality = Personality(invokedAs: arguments.first ?? "") {
-            exit(runPersonality(personality, arguments: Array(arguments.dropFirst()), oauth: oauth, postgres: postgres))
+            exit(runPersonality(personality, arguments: Array(arguments.dropFirst()), oauth: oauth, postgres: postgres,
+                                environment: environment))
         }
 
-        if postgres == nil, StoreRouting.needsPostgres(arguments: arguments) {
+        if postgres == nil, StoreRouting.needsPostgres(arguments: arguments, environment: environment) {
             HelperExecutable.postgres.replaceProcess(arrivedAs: arrivedAs)
         }
 
@@ -72,15 +75,15 @@ package enum VaultEntryPoint {
             }
         }
 
-        exit(await runCommand(command, oauth: oauth, postgres: postgres))
+        exit(await runCommand(command, oauth: oauth, postgres: postgres, environment: environment))
     }
 
     /// Runs `command` with a context of its own and returns the exit status. The context (and with
     /// it the key, the store and the session) is released, its key zeroised, before this returns,
     /// so nothing of it is alive when the process exits.
     private static func runCommand(_ command: any ContextCommand, oauth: (any OAuthCommandSupport)?,
-                                   postgres: (any PostgresCommandSupport)?) async -> Int32 {
-        let context = prepareProcess(oauth: oauth, postgres: postgres)
+                                   postgres: (any PostgresCommandSupport)?, environment: CommandEnvironment) async -> Int32 {
+        let context = prepareProcess(oauth: oauth, postgres: postgres, environment: environment)
         // The process's first libcrypto call, once the command is known (so `--version` and
         // help never load OpenSSL): openssl.cnf is honoured, its error texts are not loaded.
         CryptoLibrary.initializeForCommandLine()
@@ -98,8 +101,8 @@ package enum VaultEntryPoint {
     /// Runs a personality (git's or docker's helper, the clipboard clearer) with a context of its
     /// own, released before this returns (as `runCommand`).
     private static func runPersonality(_ personality: Personality, arguments: [String], oauth: (any OAuthCommandSupport)?,
-                                       postgres: (any PostgresCommandSupport)?) -> Int32 {
-        let context = prepareProcess(oauth: oauth, postgres: postgres)
+                                       postgres: (any PostgresCommandSupport)?, environment: CommandEnvironment) -> Int32 {
+        let context = prepareProcess(oauth: oauth, postgres: postgres, environment: environment)
         CryptoLibrary.initializeForCommandLine()
         return personality.run(arguments, context: context)
     }
@@ -109,10 +112,11 @@ package enum VaultEntryPoint {
     /// `EPIPE` as an error instead of a silent death by `SIGPIPE`, so that `vault get NAME | head -c0`
     /// reports the failed write.
     /// - Returns: the context the command runs with.
-    private static func prepareProcess(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?) -> CommandContext {
+    private static func prepareProcess(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?,
+                                       environment: CommandEnvironment) -> CommandContext {
         ProcessHardening.disableCoreDumps()
         let passphrases = PassphraseEnvironment.capture()
         _ = signal(SIGPIPE, SIG_IGN)
-        return CommandContext(oauth: oauth, postgres: postgres, passphrases: passphrases)
+        return CommandContext(oauth: oauth, postgres: postgres, passphrases: passphrases, environment: environment)
     }
 }

@@ -6,10 +6,8 @@ import Darwin
 import CredentialVault
 import FoundationEssentials
 
-/// Finds the key that opens a vault, or the new one for `vault passwd`. First match wins:
-///
-/// 1. `--key-file FILE`, 2. `--passphrase-file FILE`, 3. `$VAULT_KEY_FILE`,
-/// 4. `$VAULT_PASSPHRASE`, 5. a prompt on the terminal with echo off.
+/// Finds the key that opens a vault (from its `KeySource`, which holds the key order; a prompt on
+/// the terminal with echo off last), or the new one for `vault passwd`.
 ///
 /// Without a terminal and without the others it fails at once (exit 64): it never waits
 /// for input that cannot come.
@@ -17,19 +15,16 @@ enum KeySources {
     /// The longest passphrase typed on a terminal.
     static let maximumTypedPassphraseBytes = 4096
 
-    /// The key for the vault in `options`.
+    /// The key from `source`, asked on the terminal when it has to be asked for.
     /// - Parameters:
-    ///   - options: the global options.
+    ///   - source: the command's key source (`CommandContext.keySource`).
+    ///   - options: the global options (the terminal, the vault's directory for the prompt).
     ///   - confirmNew: ask twice when typed, because the passphrase is being set.
     /// - Returns: the key.
     /// - Throws: `UsageError` when there is no source; the errors of reading it.
-    ///   - passphrases: the passphrase variables taken out of the environment at start-up.
     /// Called by `CommandContext.key` only, which keeps the result for the rest of the process.
-    static func current(_ options: VaultOptions, passphrases: CapturedPassphrases, confirmNew: Bool) throws -> VaultKey {
-        if let path = options.keyFile { return try VaultKey.fromKeyFile(path: path) }
-        if let path = options.passphraseFile { return try VaultKey.fromPassphraseFile(path: path) }
-        if let path = environmentValue("VAULT_KEY_FILE") { return try VaultKey.fromKeyFile(path: path) }
-        if let passphrase = passphrases.value("VAULT_PASSPHRASE") { return .passphrase(passphrase) }
+    static func current(_ source: KeySource, options: VaultOptions, confirmNew: Bool) throws -> VaultKey {
+        if let key = try source.keyWithoutAsking() { return key }
         if let terminal = options.terminal() {
             let prompt = confirmNew ? "New passphrase for the vault: " : "Passphrase for \(options.directory): "
             return try ask(terminal, prompt: prompt, confirm: confirmNew)

@@ -10,9 +10,10 @@ import VaultCrypto
 /// read into zeroising memory.
 enum Pinentry {
     /// The passphrase typed into the pinentry `program`.
+    /// - Parameter environment: the command's environment (the terminal and locale the pinentry is told).
     /// - Throws: `UsageError` when it cannot be run, was cancelled or answered nothing usable.
-    static func askPassphrase(program: String, description: String) throws -> SecureBytes {
-        let options = terminalOptions()
+    static func askPassphrase(program: String, description: String, environment: CommandEnvironment) throws -> SecureBytes {
+        let options = terminalOptions(environment)
         let commands = options.map { "OPTION \(escaped($0))\n" }.joined()
             + "SETDESC \(escaped(description))\nSETPROMPT Passphrase:\nGETPIN\nBYE\n"
         let result = Subprocess.run([program], input: SecureBytes(copying: Array(commands.utf8)), captureOutput: true,
@@ -46,14 +47,13 @@ enum Pinentry {
     /// The options gpg-agent gives a pinentry so that a terminal one (pinentry-curses, -tty) finds
     /// the terminal: `ttyname` (`$GPG_TTY`, else standard input's or error's terminal), `ttytype`
     /// (`$TERM`) and `lc-ctype`; none of them when there is no terminal (a graphical pinentry).
-    private static func terminalOptions() -> [String] {
-        func environment(_ name: String) -> String? { KeySources.environmentValue(name) }
+    static func terminalOptions(_ environment: CommandEnvironment) -> [String] {
         var options: [String] = []
-        if let tty = environment("GPG_TTY") ?? [0, 2].lazy.compactMap({ Glibc.ttyname($0).map { String(cString: $0) } }).first {
+        if let tty = environment[.gpgTTY] ?? [0, 2].lazy.compactMap({ Glibc.ttyname($0).map { String(cString: $0) } }).first {
             options.append("ttyname=" + tty)
-            if let term = environment("TERM"), !term.isEmpty { options.append("ttytype=" + term) }
+            if let term = environment[.term] { options.append("ttytype=" + term) }
         }
-        if let ctype = environment("LC_ALL") ?? environment("LC_CTYPE") ?? environment("LANG"), !ctype.isEmpty {
+        if let ctype = environment[.lcAll] ?? environment[.lcCType] ?? environment[.lang] {
             options.append("lc-ctype=" + ctype)
         }
         return options

@@ -14,9 +14,10 @@ enum StoreSelection: Equatable {
 
     /// Reads `--store` (else `VAULT_STORE`) and `--store-name` (else `VAULT_STORE_NAME`).
     /// `file` (or nothing) selects the vault file.
+    /// - Parameter environment: the command's environment (`CommandContext.environment`).
     /// - Throws: `.invalidInput` for any other value.
-    init(store: String?, storeName: String?) throws {
-        let value = store ?? KeySources.environmentValue("VAULT_STORE")
+    init(store: String?, storeName: String?, environment: CommandEnvironment) throws {
+        let value = store ?? environment[.vaultStore]
         guard let value, value != "file" else {
             self = .file
             return
@@ -26,7 +27,7 @@ enum StoreSelection: Equatable {
             throw VaultError(.invalidInput, "the store given is neither 'file' nor a postgres:// URL",
                              fix: "give --store postgres://USER@HOST:PORT/DATABASE, or leave it out for the vault file")
         }
-        self = .postgres(url: value, storeName: storeName ?? KeySources.environmentValue("VAULT_STORE_NAME") ?? Self.defaultStoreName)
+        self = .postgres(url: value, storeName: storeName ?? environment[.vaultStoreName] ?? Self.defaultStoreName)
     }
 
     /// The URL and store name of a PostgreSQL store, or nil for the vault file.
@@ -37,13 +38,12 @@ enum StoreSelection: Equatable {
 }
 
 extension VaultOptions {
-    /// The store this invocation names.
+    /// Until its last callers move to `CommandContext.storeSelection`.
     var storeSelection: StoreSelection {
-        get throws { try StoreSelection(store: store, storeName: storeName) }
+        get throws { try StoreSelection(store: store, storeName: storeName, environment: .process()) }
     }
 
-    /// For commands that work on the vault file only (sessions, `passwd`, `rotate`, the credential
-    /// helpers): a PostgreSQL store is refused before anything is read.
+    /// Until its last callers move to `CommandContext.requireFileStore`.
     func requireFileStore() throws {
         guard case .postgres = try storeSelection else { return }
         throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",

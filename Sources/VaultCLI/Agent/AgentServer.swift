@@ -4,10 +4,8 @@ import Glibc
 import Darwin
 #endif
 import CredentialVault
-import Dispatch
 import FoundationEssentials
 import Synchronization
-import VaultCrypto
 
 // The write end of the agent's wake-up pipe, for its signal handler (a handler can reach only
 // globals; an atomic word, so no lock is needed). -1 when no agent runs in this process.

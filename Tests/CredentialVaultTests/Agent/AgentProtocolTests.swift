@@ -141,6 +141,34 @@ import VaultCrypto
                       transferable: name != "tok", secretByteCount: size)
     }
 
+    /// The exact answers the agent sent before the protocol was a type (taken from its code).
+    @Test func theAnswersAreTheOnesEarlierAgentsSend() throws {
+        let api = Self.metadata("api")
+        let earlierMetadata: JSONValue = [
+            "name": "api", "owner": "", "kind": "password", "label": "API", "createdAtSeconds": .number(1_800_000_000),
+            "updatedAtSeconds": .number(1_800_000_060), "expiresAtSeconds": .number(1_800_003_600), "transferable": true,
+            "secretBytes": .integer(3),
+        ]
+        let status = VaultAgentClient.Status(pid: 77, socket: "/s", vaults: [
+            .init(directory: "/a", unlockedAt: Self.created, expiresAt: Self.created.addingTimeInterval(900.25)),
+        ])
+        let earlier: [(JSONValue, AgentResponse)] = [
+            (["ok": true], .done),
+            (["ok": true, "pid": .integer(77), "socket": "/s", "failedMemoryLocks": .integer(2), "vaults": [[
+                "directory": "/a", "unlockedAt": "2027-01-15T08:00:00.000Z", "expiresAt": "2027-01-15T08:15:00.250Z",
+                "unlockedAtSeconds": .number(1_800_000_000), "expiresAtSeconds": .number(1_800_000_900.25),
+            ]]], .status(status, failedMemoryLocks: 2)),
+            (["ok": true, "entries": [earlierMetadata]], .metadata([api])),
+            (["ok": true, "entry": earlierMetadata, "secrets": 1], .entry(VaultEntry(metadata: api, secret: Self.bytes("abc")))),
+            (["ok": true, "entries": [earlierMetadata], "secrets": .integer(1)], .entries([VaultEntry(metadata: api, secret: Self.bytes("abc"))])),
+            (["ok": true, "entries": [], "secrets": .integer(0)], .entries([])),
+            (["ok": false, "code": "vaultLocked", "message": "locked", "path": "/a", "fix": nil], .refused(VaultError(.vaultLocked, "locked", path: "/a"))),
+        ]
+        for (header, response) in earlier {
+            #expect(try response.message.header.serialized() == header.serialized(), "\(response)")
+        }
+    }
+
     @Test func everyAnswerRoundTripsOverTheWire() throws {
         let status = VaultAgentClient.Status(pid: 4242, socket: "/run/user/1000/vault/agent.sock", vaults: [
             .init(directory: "/a", unlockedAt: Self.created, expiresAt: Self.created.addingTimeInterval(900)),

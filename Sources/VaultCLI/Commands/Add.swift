@@ -60,7 +60,7 @@ extension VaultCommand {
 
         func run(_ context: CommandContext) async throws {
             try ReservedEntryNames.check(name: name, owner: owner, for: .store)
-            if guest { try options.requireFileStore() }
+            if guest { try context.requireFileStore(options) }
             let storage = try await context.storage(.entries, options)
             let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
             let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)

@@ -50,9 +50,9 @@ extension VaultCommand {
         }
 
         func run(_ context: CommandContext) async throws {
-            let onPostgres = try options.storeSelection != .file
+            let onPostgres = try context.storeSelection(options) != .file
             if remove, onPostgres {
-                let store = try await context.openFleetSessions(options)
+                let store = try await context.storage(.fleetSessions, options)
                 for name in StoredClientConfiguration.entryNames {
                     do {
                         try await store.removeEntry(named: name, owner: "")
@@ -65,7 +65,7 @@ extension VaultCommand {
             if remove {
                 try StoredClientConfiguration.removeProfileCopy(options)
                 if SecretStore.exists(in: options.directory) {
-                    try context.openStore(options).update { transaction in
+                    try await context.storage(.vaultFile(), options).update { transaction in
                         for name in StoredClientConfiguration.entryNames
                         where transaction.metadata(named: name, owner: "") != nil {
                             try transaction.remove(named: name, owner: "")
@@ -101,17 +101,17 @@ extension VaultCommand {
                 dpopKey = try existing ?? client.newDPoPKey()
             }
             if onPostgres {
-                try await stored.save(to: try await context.openFleetSessions(options), secret: secret, dpopKey: dpopKey)
+                try await stored.save(to: try await context.storage(.fleetSessions, options), secret: secret, dpopKey: dpopKey)
                 return ErrorReport.note("Stored the OAuth client \(described) in the PostgreSQL store.")
             }
-            try await stored.save(to: try context.openOrCreateStore(options), secret: secret, dpopKey: dpopKey)
+            try await stored.save(to: try await context.storage(.vaultFile(.openOrCreate), options), secret: secret, dpopKey: dpopKey)
             try StoredClientConfiguration.removeProfileCopy(options)
             ErrorReport.note("Stored the OAuth client \(described).")
         }
 
         /// `--seal`: shows the profile's unsealed copy (none of it is secret) and seals it in the vault.
         private func sealProfileCopy(_ context: CommandContext) async throws {
-            guard try options.storeSelection == .file else { throw UsageError("--seal is for the vault file's profile") }
+            guard try context.storeSelection(options) == .file else { throw UsageError("--seal is for the vault file's profile") }
             guard let copy = try StoredClientConfiguration.profileCopy(options) else {
                 throw VaultError(.notFound, "profile.json holds no OAuth client configuration to seal", path: options.directory)
             }
@@ -125,7 +125,7 @@ extension VaultCommand {
                              + shown.map { "  \($0): \(TerminalText.escaped($1))" }.joined(separator: "\n"))
             var sealed = copy
             sealed.caBundleSHA256 = try copy.caBundle.map(StoredClientConfiguration.fingerprint(ofBundle:))
-            try await sealed.save(to: try context.openStore(options), secret: nil)
+            try await sealed.save(to: try await context.storage(.vaultFile(), options), secret: nil)
             try StoredClientConfiguration.removeProfileCopy(options)
             ErrorReport.note("Sealed it in the vault; profile.json no longer holds it.")
         }

@@ -19,7 +19,7 @@ extension VaultCommand {
         static var oauthHandOver: OAuthHandOver { .whenInstalled }
 
         func run(_ context: CommandContext) async throws {
-            try options.requireFileStore()
+            try context.requireFileStore(options)
             let session = try await context.session(options, key: .whenVaultExists)
             let state = await session.restore()
             if case let .unavailable(why) = state { throw why.error ?? VaultError(.wrongKey, "the vault is locked: \(why)") }

@@ -94,7 +94,7 @@ extension VaultCommand {
         }
 
         func run(_ context: CommandContext) async throws {
-            let onFleet = try options.storeSelection != .file
+            let onFleet = try context.storeSelection(options) != .file
             if onFleet, device || browser {
                 throw UsageError("--device and --browser sign in the vault file's user; for a fleet session pipe the token response in")
             }
@@ -166,7 +166,7 @@ extension VaultCommand {
                                 signInMethod: self.method ?? found.methodName, onboardingComplete: onboarded)
                 }
             }
-            let storage = try await context.openStorage(options)
+            let storage = try await context.storage(.selected(), options)
             try await stored.save(to: storage, secret: nil, dpopKey: dpopKey)
             if dpopKey == nil { try await StoredClientConfiguration.removeDPoPKey(from: storage) }
             try StoredClientConfiguration.removeProfileCopy(options)

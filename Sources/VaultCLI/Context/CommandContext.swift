@@ -204,23 +204,6 @@ package final class CommandContext: Sendable {
         return try directly(try vaultFile(options, .open, allowWeakPassphrase: false))
     }
 
-    // MARK: Forwarders, until their last callers move to `storage(_:_:)`
-
-    /// `storage(.vaultFile(), options)`.
-    func openStore(_ options: VaultOptions) throws -> SecretStore {
-        try requireFileStore(options)
-        return try vaultFile(options, .open, allowWeakPassphrase: false)
-    }
-    /// `storage(.vaultFile(.openOrCreate), options)`.
-    func openOrCreateStore(_ options: VaultOptions) throws -> SecretStore {
-        try requireFileStore(options)
-        return try vaultFile(options, .openOrCreate, allowWeakPassphrase: false)
-    }
-    /// `storage(.selected(), options)`.
-    func openStorage(_ options: VaultOptions) async throws -> any SecretStorage { try await storage(.selected(), options) }
-    /// `storage(.fleetSessions, options)`.
-    func openFleetSessions(_ options: VaultOptions) async throws -> any FleetSessionStore { try await storage(.fleetSessions, options) }
-
     /// Closes what was opened (PostgreSQL stores' connections) and forgets the key, the store and
     /// the session (their key material is zeroised as they are released). The entry pipeline calls
     /// it once the command has run, whatever happened; `exec` calls it before it waits for its child.

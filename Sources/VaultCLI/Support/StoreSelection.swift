@@ -38,18 +38,6 @@ enum StoreSelection: Equatable {
 }
 
 extension VaultOptions {
-    /// Until its last callers move to `CommandContext.storeSelection`.
-    var storeSelection: StoreSelection {
-        get throws { try StoreSelection(store: store, storeName: storeName, environment: .process()) }
-    }
-
-    /// Until its last callers move to `CommandContext.requireFileStore`.
-    func requireFileStore() throws {
-        guard case .postgres = try storeSelection else { return }
-        throw VaultError(.invalidInput, "this command works on a vault file only, not on a PostgreSQL store",
-                         fix: "leave out --store and VAULT_STORE; on PostgreSQL use the entry commands, migrate-store, and the session commands with --session NAME")
-    }
-
     /// Runs `body` on `storage`, then `close`s it whatever happened.
     static func closing<S, T>(_ storage: S, _ close: (S) async -> Void, _ body: (S) async throws -> T) async throws -> T {
         do {

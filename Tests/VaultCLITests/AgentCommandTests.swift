@@ -365,6 +365,61 @@ import TestScheduling
         #expect(got.stdoutText == Self.secret)
     }
 
+    /// Well-framed headers that are not a request, as any program could send them: each gets its
+    /// own `invalidInput` answer (a field of the wrong type is no longer read as absent), and the
+    /// same connection serves the next request.
+    @Test func aMalformedRequestIsAnsweredWithItsErrorAndTheConnectionGoesOn() throws {
+        let world = try World()
+        try world.unlock()
+        let resolved = try #require(realpath(world.sandbox.vaultDirectory, nil))
+        defer { free(resolved) }
+        let directory = String(cString: resolved)
+        let connection = try Self.connect(world.socket)
+        defer { close(connection) }
+        func ask(_ json: String) throws -> [String: Any] {
+            let body = Array(json.utf8)
+            let length = UInt32(body.count)
+            let frame = [UInt8(length >> 24), UInt8((length >> 16) & 0xFF), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)] + body
+            guard frame.withUnsafeBytes({ send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == frame.count else {
+                throw CLITestFailure("could not send")
+            }
+            func readExactly(_ count: Int) throws -> [UInt8] {
+                var bytes: [UInt8] = []
+                while bytes.count < count {
+                    var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+                    guard poll(&poller, 1, 10_000) == 1 else { throw CLITestFailure("no answer within 10 s") }
+                    var chunk = [UInt8](repeating: 0, count: count - bytes.count)
+                    let got = read(connection, &chunk, chunk.count)
+                    guard got > 0 else { throw CLITestFailure("the agent closed the connection") }
+                    bytes += chunk[0..<got]
+                }
+                return bytes
+            }
+            let prefix = try readExactly(4)
+            let header = try readExactly(Int(prefix[0]) << 24 | Int(prefix[1]) << 16 | Int(prefix[2]) << 8 | Int(prefix[3]))
+            return (try JSONSerialization.jsonObject(with: Data(header)) as? [String: Any]) ?? [:]
+        }
+        let quoted = String(decoding: try JSONSerialization.data(withJSONObject: [directory]), as: UTF8.self).dropFirst().dropLast()
+        let malformed: [(String, String)] = [
+            (#"{"op": "get", "directory": \#(quoted), "name": "api", "owner": 5}"#, "the request's \"owner\" is not a string"),
+            (#"{"op": "get", "directory": \#(quoted)}"#, "the request names no entry"),
+            (#"{"op": "rm", "directory": \#(quoted), "names": ["api", 1]}"#, "the request's entry names are malformed"),
+            (#"{"op": "frobnicate"}"#, "the agent does not know this request"),
+            (#"{"op": 7}"#, "the agent does not know this request"),
+            (#"["op", "status"]"#, "the agent does not know this request"),
+        ]
+        for (request, message) in malformed {
+            let answer = try ask(request)
+            #expect(answer["ok"] as? Bool == false, "\(request)")
+            #expect(answer["code"] as? String == "invalidInput", "\(request)")
+            #expect(answer["message"] as? String == message, "\(request)")
+        }
+        let status = try ask(#"{"op": "status"}"#)
+        #expect(status["ok"] as? Bool == true, "the same connection serves on")
+        let got = try world.vault(["get", "api"])
+        #expect(got.stdoutText == Self.secret, "the entry is untouched: \(got.stderrText)")
+    }
+
     @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
     func anotherUserIsRefused() throws {
         let world = try World()

@@ -202,9 +202,15 @@ extension AgentRequest {
             guard let directory = try header.optionalString(Field.directory), let bytes = message.secrets.first else {
                 throw VaultError(.invalidInput, "an unlock request needs a directory and a key")
             }
-            // A request without a key kind is a passphrase, as the first agents sent it.
-            guard let kind = try header.optionalString(Field.key).map(KeyKind.init(rawValue:)) ?? .passphrase else {
-                throw VaultError(.invalidInput, "an unlock request names an unknown kind of key")
+            let kind: KeyKind
+            switch try header.optionalString(Field.key) {
+            case nil:
+                kind = .passphrase   // the first clients named no kind: theirs was a passphrase
+            case let name?:
+                guard let known = KeyKind(rawValue: name) else {
+                    throw VaultError(.invalidInput, "an unlock request names an unknown kind of key")
+                }
+                kind = known
             }
             request = .unlock(directory: directory, key: kind == .keyMaterial ? .keyMaterial(bytes) : .passphrase(bytes))
         case .list:

@@ -74,10 +74,10 @@ struct AgentRules: Sendable {
         return nil
     }
 
-    /// The rules file's path.
-    static func path() -> String? {
-        if let config = KeySources.environmentValue("XDG_CONFIG_HOME") { return config + "/vault/agent.json" }
-        return KeySources.environmentValue("HOME").map { $0 + "/.config/vault/agent.json" }
+    /// The rules file's path: in `$XDG_CONFIG_HOME`, else in `$HOME/.config`, of `environment`.
+    static func path(_ environment: CommandEnvironment) -> String? {
+        if let config = environment[.xdgConfigHome] { return config + "/vault/agent.json" }
+        return environment[.home].map { $0 + "/.config/vault/agent.json" }
     }
 
     /// Reads and checks the rules file; nil when there is none.

@@ -55,19 +55,20 @@ final class AgentServer: @unchecked Sendable {
     static let answerTimeout = Duration.seconds(10)
 
     /// Binds the socket (or takes the one systemd passed: `LISTEN_FDS`).
+    /// - Parameter environment: the command's environment (socket activation, the rules file's folder).
     /// - Throws: `.alreadyExists` when an agent already answers there; the socket checks' errors.
-    init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration) throws {
+    init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration, environment: CommandEnvironment) throws {
         self.socketPath = socketPath
         handler = AgentRequestHandler(socketPath: socketPath, idleTimeout: idleTimeout, maximumLifetime: maximumLifetime,
                                       log: { AgentLog.write($0) })
-        if let activated = Self.activatedSocket() {
+        if let activated = Self.activatedSocket(environment) {
             listener = activated
             ownsSocketFile = false
         } else {
             listener = try Self.bind(socketPath)
             ownsSocketFile = true
         }
-        rulesPath = AgentRules.path()
+        rulesPath = AgentRules.path(environment)
         if let rulesPath {
             // A rules file that cannot be used stops the start: better no agent than one without its rules.
             let loaded = try AgentRules.load(rulesPath)
@@ -79,9 +80,9 @@ final class AgentServer: @unchecked Sendable {
     }
 
     /// The listening socket systemd passed (socket activation), if any: fd 3 when `LISTEN_PID` is this process.
-    private static func activatedSocket() -> Int32? {
-        guard let pid = KeySources.environmentValue("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
-              let count = KeySources.environmentValue("LISTEN_FDS").flatMap(Int.init), count >= 1 else { return nil }
+    private static func activatedSocket(_ environment: CommandEnvironment) -> Int32? {
+        guard let pid = environment[.listenPID].flatMap(Int32.init), pid == getpid(),
+              let count = environment[.listenFDs].flatMap(Int.init), count >= 1 else { return nil }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")

@@ -66,7 +66,8 @@ extension VaultCommand {
             } catch let error as SecureMemory.LockLimitTooLow {
                 throw UsageError(error.description, hint: "the agent keeps keys only in memory that is never swapped out")
             }
-            let server = try AgentServer(socketPath: path, idleTimeout: .seconds(idleTimeout), maximumLifetime: .seconds(maximumLifetime))
+            let server = try AgentServer(socketPath: path, idleTimeout: .seconds(idleTimeout), maximumLifetime: .seconds(maximumLifetime),
+                                         environment: context.environment)
             server.run {
                 AgentLog.write("listening on \(path) (keys forgotten after \(idleTimeout)s idle, \(maximumLifetime)s at most)")
             }

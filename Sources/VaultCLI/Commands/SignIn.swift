@@ -144,7 +144,7 @@ extension VaultCommand {
                                      + "\n(or, on this computer, " + TerminalText.escaped(start) + ")")
                     guard openBrowser else { return }
                     // The browser gets the loopback address: the URL above never sits in its arguments.
-                    if !SystemBrowser.open(start) {
+                    if !SystemBrowser.open(start, environment: context.environment) {
                         ErrorReport.note("warning: could not start a browser ($BROWSER, else xdg-open); open the address above yourself")
                     }
                     ErrorReport.note("Waiting for the browser…")

@@ -39,6 +39,8 @@ struct CommandEnvironment: Sendable {
         case lcCType = "LC_CTYPE"
         /// The locale, for a pinentry (third).
         case lang = "LANG"
+        /// The browser `vault signin --browser` starts.
+        case browser = "BROWSER"
         /// systemd's socket activation: the process the sockets are for.
         case listenPID = "LISTEN_PID"
         /// systemd's socket activation: how many sockets were passed.

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import CredentialVault
-import FoundationEssentials
 
 /// Finds the key that opens a vault (from its `KeySource`, which holds the key order; a prompt on
 /// the terminal with echo off last), or the new one for `vault passwd`.
@@ -63,12 +57,5 @@ enum KeySources {
             }
         }
         return .passphrase(first)
-    }
-
-    /// A non-empty environment variable (not a secret: a path), read with `getenv(3)` so that
-    /// the environment is not copied into `String`s.
-    static func environmentValue(_ name: String) -> String? {
-        guard let value = getenv(name), value.pointee != 0 else { return nil }
-        return String(cString: value)
     }
 }

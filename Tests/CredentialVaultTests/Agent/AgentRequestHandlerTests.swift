@@ -238,10 +238,13 @@ import VaultCrypto
     @Test func anUnusedKeyIsForgottenAfterTheIdleTimeout() throws {
         let world = try World(idleTimeout: .seconds(60), maximumLifetime: .seconds(600))
         defer { world.temp.cleanUp() }
+        // Instants taken around the uses, so no delay of a loaded machine can change the outcome.
+        let unlocked = ContinuousClock.now
         try world.unlock()
-        world.handler.forgetExpiredKeys(at: .now + .seconds(50))
+        world.handler.forgetExpiredKeys(at: unlocked + .seconds(50))
         #expect(Self.refusal(world.handler.answer(.get(directory: world.directory, name: "api", owner: ""))) == nil, "kept before the timeout")
-        world.handler.forgetExpiredKeys(at: .now + .seconds(61))
+        let lastUsed = ContinuousClock.now
+        world.handler.forgetExpiredKeys(at: lastUsed + .seconds(61))
         #expect(Self.refusal(world.handler.answer(.get(directory: world.directory, name: "api", owner: "")))?.code == .vaultLocked)
         #expect(world.logged.last == "forgot \(world.directory): timed out")
     }

@@ -15,55 +15,75 @@ import Darwin
 /// passphrases are not among them: `PassphraseEnvironment` takes those into zeroising memory.
 /// An empty value counts as unset.
 struct CommandEnvironment: Sendable {
-    /// A variable `vault` reads.
-    enum Variable: String, CaseIterable, Sendable {
+    /// A variable `vault` reads (its name is `name`).
+    enum Variable: Int, Sendable {
         /// `--store`'s default.
-        case vaultStore = "VAULT_STORE"
+        case vaultStore
         /// `--store-name`'s default.
-        case vaultStoreName = "VAULT_STORE_NAME"
+        case vaultStoreName
         /// `--key-file`'s default (third in the key order).
-        case vaultKeyFile = "VAULT_KEY_FILE"
+        case vaultKeyFile
         /// The pinentry program `vault unlock` asks through.
-        case vaultPinentry = "VAULT_PINENTRY"
+        case vaultPinentry
         /// The home directory (`~/` in completed paths, the agent's rules file).
-        case home = "HOME"
+        case home
         /// The agent's rules file's folder.
-        case xdgConfigHome = "XDG_CONFIG_HOME"
+        case xdgConfigHome
         /// The terminal a pinentry asks on.
-        case gpgTTY = "GPG_TTY"
+        case gpgTTY
         /// The terminal's type, for a pinentry.
-        case term = "TERM"
+        case term
         /// The locale, for a pinentry (first of the three).
-        case lcAll = "LC_ALL"
+        case lcAll
         /// The locale, for a pinentry (second).
-        case lcCType = "LC_CTYPE"
+        case lcCType
         /// The locale, for a pinentry (third).
-        case lang = "LANG"
+        case lang
         /// The browser `vault signin --browser` starts.
-        case browser = "BROWSER"
+        case browser
         /// systemd's socket activation: the process the sockets are for.
-        case listenPID = "LISTEN_PID"
+        case listenPID
         /// systemd's socket activation: how many sockets were passed.
-        case listenFDs = "LISTEN_FDS"
+        case listenFDs
+
+        /// The variable's name in the environment.
+        var name: String { Self.names[rawValue] }
+
+        /// Every variable's name, in the order of the cases (a plain array: reading the environment
+        /// at start-up instantiates no generic type of its own, docs/BENCHMARKS.md).
+        fileprivate static let names = ["VAULT_STORE", "VAULT_STORE_NAME", "VAULT_KEY_FILE", "VAULT_PINENTRY", "HOME",
+                                        "XDG_CONFIG_HOME", "GPG_TTY", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "BROWSER",
+                                        "LISTEN_PID", "LISTEN_FDS"]
     }
 
-    /// The non-empty values.
-    private let values: [Variable: String]
+    /// The non-empty values, by `Variable.rawValue`.
+    private let values: [String?]
+
+    private init(values: [String?]) {
+        self.values = values
+    }
 
     /// An environment with these values (a test's); empty values count as unset.
-    init(_ values: [Variable: String] = [:]) {
-        self.values = values.filter { !$0.value.isEmpty }
+    init(_ given: [Variable: String] = [:]) {
+        values = Variable.names.indices.map { index in
+            Variable(rawValue: index).flatMap { given[$0] }.flatMap { $0.isEmpty ? nil : $0 }
+        }
     }
 
     /// The process's environment, read now with `getenv(3)`: the entry pipeline calls it once.
     static func process() -> CommandEnvironment {
-        var values: [Variable: String] = [:]
-        for variable in Variable.allCases {
-            if let value = getenv(variable.rawValue), value.pointee != 0 { values[variable] = String(cString: value) }
+        var values: [String?] = []
+        values.reserveCapacity(Variable.names.count)
+        for name in Variable.names {
+            if let value = getenv(name), value.pointee != 0 {
+                values.append(String(cString: value))
+            } else {
+                values.append(nil)
+            }
         }
-        return CommandEnvironment(values)
+        return CommandEnvironment(values: values)
     }
 
     /// The non-empty value of `variable`, or nil.
-    subscript(_ variable: Variable) -> String? { values[variable] }
+    subscript(_ variable: Variable) -> String? { values[variable.rawValue] }
 }

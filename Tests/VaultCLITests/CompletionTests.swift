@@ -184,4 +184,23 @@ import TestScheduling
         #expect(try await world.candidates("bash", "vault get ", environment: world.key.merging(["VAULT_DIR": missing]) { _, new in new }).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
+
+    /// `get` and `rm` refuse the session's entries (`session.*`), so they are not offered; `inspect`
+    /// shows them, so its completion does.
+    @Test func getAndRmDoNotOfferTheSessionsEntries() async throws {
+        guard Self.available("bash") else { return }
+        let world = try await World.make()
+        defer { world.sandbox.cleanUp() }
+        let status = try await Self.blocking {
+            try world.sandbox.run(["client", "--issuer", "http://127.0.0.1:9", "--token-endpoint", "http://127.0.0.1:9/token",
+                                   "--client-id", "app", "--auth", "basic"], stdin: Data("client-secret".utf8), environment: world.key).status
+        }
+        #expect(status == 0)
+        #expect(try await world.candidates("bash", "vault inspect sess", environment: world.key)
+            == ["session.oauth-client", "session.oauth-client-secret"], "the session's entries are there")
+        #expect(try await world.candidates("bash", "vault get ", environment: world.key) == ["github-token", "gitlab-token", "npm"])
+        #expect(try await world.candidates("bash", "vault rm ", environment: world.key) == ["github-token", "gitlab-token", "npm"])
+        #expect(try await world.candidates("bash", "vault get sess", environment: world.key).isEmpty)
+        #expect(try await world.candidates("bash", "vault rm sess", environment: world.key).isEmpty)
+    }
 }

@@ -80,9 +80,13 @@ extension OAuthClient {
         }
     }
 
-    /// The loopback address that redirects this user's browser to `authorizationURL` (as given to
-    /// `signInWithBrowser`'s `open`): `http://127.0.0.1:PORT/signin`. Nil for a URL of no loopback sign-in.
-    package static func startURI(forAuthorizationURL authorizationURL: URL) -> URL? {
+    /// The address to start the browser with for the sign-in whose authorization URL `open` was
+    /// given: `http://127.0.0.1:PORT/signin`, which redirects this user's browser (and no other
+    /// user's process) to the authorization URL, so that its `state`, `nonce` and challenge never
+    /// sit in the browser process's arguments, which every local user can read.
+    /// - Parameter authorizationURL: the URL `signInWithBrowser` (or `.browser(open:)`) gave `open`.
+    /// - Returns: nil for a URL whose `redirect_uri` is not a loopback listener's.
+    public static func startURI(forAuthorizationURL authorizationURL: URL) -> URL? {
         LoopbackRedirectListener.startURI(forAuthorizationURL: authorizationURL.absoluteString).flatMap { URL(string: $0) }
     }
 

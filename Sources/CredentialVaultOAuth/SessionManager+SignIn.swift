@@ -7,8 +7,10 @@ public enum SignInMethod: Sendable {
     /// is given the code and the address the user opens elsewhere (show them; return at once).
     case device(show: @Sendable (DeviceAuthorization) async -> Void)
     /// The browser: authorization code with PKCE and a loopback redirect (RFC 8252). `open` is
-    /// given the authorization URL (start the system browser with it, or show it; return at
-    /// once); `port` is the loopback port (nil for a free one) and `wait` how long the user has.
+    /// given the authorization URL (show it, and start the system browser with
+    /// `OAuthClient.startURI(forAuthorizationURL:)`, which keeps the URL out of the browser's
+    /// arguments; return at once); `port` is the loopback port (nil for a free one) and `wait`
+    /// how long the user has.
     case browser(port: Int? = nil, wait: Duration = .seconds(300), open: @Sendable (URL) async -> Void)
 }
 

@@ -38,7 +38,8 @@ struct BrowserSignInTests {
         let opened = Mutex<URL?>(nil)
         let result = try await session.signIn(using: .browser(wait: .seconds(60)) { url in
             opened.withLock { $0 = url }
-            Self.openInTestBrowser(url)
+            // The browser gets the loopback address, which redirects it to the URL.
+            Self.openInTestBrowser(OAuthClient.startURI(forAuthorizationURL: url) ?? url)
         }, client: client)
         #expect(result.user.id == (try server.userID))
         #expect(result.user.signInMethod == "browser")
@@ -49,6 +50,8 @@ struct BrowserSignInTests {
         #expect(query.first { $0.name == "scope" }?.value == "openid read")
         #expect(query.first { $0.name == "redirect_uri" }?.value?.hasPrefix("http://127.0.0.1:") == true)
         #expect((query.first { $0.name == "state" }?.value?.count ?? 0) >= 32)
+        let start = try #require(OAuthClient.startURI(forAuthorizationURL: url))
+        #expect(start.absoluteString.hasPrefix("http://127.0.0.1:") && start.path == "/signin" && start.query == nil)
         // The stored refresh token works, and the refresh answer's ID token is verified too
         // (OIDC Core §12.2: same iss, sub, aud).
         let stored = try #require(await session.restore().credentials?.refreshToken)

@@ -13,20 +13,21 @@ import VaultCrypto
         private let pipe = Pipe()
         private let lock = NSLock()
         private var output = Data()
+        private var reader: PipeReader?
 
         init(_ arguments: [String]) throws {
             process.executableURL = URL(fileURLWithPath: try BuiltProducts.path(of: "VaultTestWorker"))
             process.arguments = arguments
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let chunk = handle.availableData
-                guard let self else { return }
-                self.lock.lock()
-                self.output.append(chunk)
-                self.lock.unlock()
-            }
             try process.run()
+            // Read by a thread of its own (PipeReader: a `readabilityHandler` can crash the test
+            // process when several are torn down at once).
+            reader = PipeReader(pipe.fileHandleForReading) { [self] chunk in
+                lock.lock()
+                output.append(chunk)
+                lock.unlock()
+            }
         }
 
         /// Lines printed so far.
@@ -52,11 +53,8 @@ import VaultCrypto
 
         func waitAndDrain() -> [String] {
             process.waitUntilExit()
-            pipe.fileHandleForReading.readabilityHandler = nil
-            let rest = pipe.fileHandleForReading.readDataToEndOfFile()
-            lock.lock()
-            output.append(rest)
-            lock.unlock()
+            // The reader reaches the end once the worker is gone (bounded: nothing else holds the pipe).
+            _ = reader?.waitUntilFinished()
             return lines
         }
     }

@@ -27,20 +27,23 @@ func vault(_ arguments: [String], folder: SessionFolder, input: Data = Data(), e
     process.standardOutput = stdout
     process.standardError = stderr
     let collected = Collected()
-    stderr.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        guard !data.isEmpty else { return }
+    try process.run()
+    // Read as it comes by a thread of its own (PipeReader: a `readabilityHandler` can crash the
+    // test process when several are torn down at once).
+    // Collected whether or not someone watches (`onStderr?(collected.append(…))` would skip the append).
+    let errors = PipeReader(stderr.fileHandleForReading) { data in
         let text = collected.append(data)
         onStderr?(text)
     }
-    try process.run()
     stdin.fileHandleForWriting.write(input)
     try stdin.fileHandleForWriting.close()
     let out = stdout.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    stderr.fileHandleForReading.readabilityHandler = nil
-    let rest = stderr.fileHandleForReading.readDataToEndOfFile()
-    return VaultRun(status: process.terminationStatus, stdout: out, stderr: collected.append(rest))
+    // Bounded: a program it started in the background may hold standard error open.
+    if !errors.waitUntilFinished() {
+        Issue.record("vault \(arguments.first ?? ""): standard error still open 60 s after it exited", sourceLocation: sourceLocation)
+    }
+    return VaultRun(status: process.terminationStatus, stdout: out, stderr: collected.append(Data()))
 }
 
 final class Collected: @unchecked Sendable {

@@ -81,8 +81,9 @@ struct LoopbackUserTests {
         let collected = Collected()
         signin.standardError = stderr
         signin.standardOutput = FileHandle.nullDevice
-        stderr.fileHandleForReading.readabilityHandler = { handle in _ = collected.append(handle.availableData) }
         try signin.run()
+        // A thread of its own reads it (PipeReader: a `readabilityHandler` can crash the test process).
+        let errors = PipeReader(stderr.fileHandleForReading) { _ = collected.append($0) }
         defer { if signin.isRunning { signin.terminate() } }
         var start: String?
         for _ in 0..<300 where start == nil {
@@ -106,7 +107,7 @@ struct LoopbackUserTests {
         // The user's own delivery signs in.
         #expect(try Self.run(as: Self.user, ["/usr/bin/python3", "-c", Self.get, callback], environment: environment).1 == "200")
         signin.waitUntilExit()
-        stderr.fileHandleForReading.readabilityHandler = nil
+        _ = errors.waitUntilFinished()
         #expect(signin.terminationStatus == 0, "\(collected.append(Data()))")
         let status = try Self.run(as: Self.user, [vault, "status", "--json"], environment: environment)
         guard case .object(let members) = try JSONValue(parsing: Array(status.1.utf8)) else {

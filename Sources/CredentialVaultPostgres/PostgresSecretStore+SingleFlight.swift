@@ -97,38 +97,60 @@ extension PostgresSecretStore {
     }
 
     /// Reads a session's pair inside a transaction, checked like every other read.
+    ///
+    /// The state row and both token rows come in one statement, so from one snapshot: the
+    /// transaction is READ COMMITTED, where each statement sees what was committed when it
+    /// started, and a replica's save committed between two statements would pair a state with
+    /// rows it does not list (a consistent store refused as tampered, or one save's access token
+    /// with another's refresh token).
     func readCredentials(session: String, on connection: PostgresConnection) async throws -> Credentials {
         // The rows are checked against the sealed state, as `entry(named:)` does: an older copy of
-        // the refresh token put back is refused before it is ever sent to a server.
+        // the refresh token put back, or a listed row deleted, is refused before any token is used.
         let floor = generation
-        var sealedState: [UInt8]?
-        for try await buffer in try await connection.query(
-            "SELECT state FROM vault_stores WHERE vault_id = \(ByteBuffer(bytes: vaultID))", logger: options.logger).decode(ByteBuffer.self) {
-            sealedState = Array(buffer: buffer)
-        }
-        guard let sealedState else { throw VaultError.tampered(region: "state row (missing)") }
-        let state = try observe(PostgresVaultState.open(sealedState, vaultID: vaultID, storeName: storeName, keys: keys), seenBefore: floor)
-        var found: [String: VaultEntry] = [:]
-        for name in [SessionEntryNames.accessToken, SessionEntryNames.refreshToken] {
-            let lookup = try PostgresRowCodec.lookup(owner: session, name: name, keys: keys)
-            for try await (rowGeneration, sealed) in try await connection.query("""
-                SELECT row_generation, sealed FROM vault_entries
-                WHERE vault_id = \(ByteBuffer(bytes: vaultID)) AND lookup = \(ByteBuffer(bytes: lookup))
-                """, logger: options.logger).decode((Int64, ByteBuffer).self) {
-                guard rowGeneration >= 1, UInt64(rowGeneration) <= state.generation,
-                      state.rowGenerations.map({ $0[lookup] == UInt64(rowGeneration) }) ?? true else {
-                    throw VaultError.tampered(region: "entry row (generation)")
-                }
-                found[name] = try PostgresRowCodec.open(Array(buffer: sealed), vaultID: vaultID, lookup: lookup,
-                                                        rowGeneration: UInt64(rowGeneration), keys: keys)
+        let accessLookup = try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys)
+        let refreshLookup = try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.refreshToken, keys: keys)
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        var answer: (state: [UInt8], access: (Int64, [UInt8])?, refresh: (Int64, [UInt8])?)?
+        for try await (state, accessGeneration, accessSealed, refreshGeneration, refreshSealed) in try await connection.query("""
+            SELECT s.state, a.row_generation, a.sealed, r.row_generation, r.sealed FROM vault_stores s
+            LEFT JOIN vault_entries a ON a.vault_id = s.vault_id AND a.lookup = \(ByteBuffer(bytes: accessLookup))
+            LEFT JOIN vault_entries r ON r.vault_id = s.vault_id AND r.lookup = \(ByteBuffer(bytes: refreshLookup))
+            WHERE s.vault_id = \(vaultID)
+            """, logger: options.logger).decode((ByteBuffer, Int64?, ByteBuffer?, Int64?, ByteBuffer?).self) {
+            func row(_ generation: Int64?, _ sealed: ByteBuffer?) -> (Int64, [UInt8])? {
+                guard let generation, let sealed else { return nil }
+                return (generation, Array(buffer: sealed))
             }
+            answer = (Array(buffer: state), row(accessGeneration, accessSealed), row(refreshGeneration, refreshSealed))
         }
-        guard let access = found[SessionEntryNames.accessToken] else {
+        guard let answer else { throw VaultError.tampered(region: "state row (missing)") }
+        let state = try observe(PostgresVaultState.open(answer.state, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
+        let access = try openSessionRow(answer.access, lookup: accessLookup, state: state)
+        let refresh = try openSessionRow(answer.refresh, lookup: refreshLookup, state: state)
+        guard let access else {
             throw VaultError(.notSignedIn, "no tokens are stored for this session")
         }
-        return Credentials(accessToken: access.secret, refreshToken: found[SessionEntryNames.refreshToken]?.secret,
+        return Credentials(accessToken: access.secret, refreshToken: refresh?.secret,
                            tokenType: access.metadata.label ?? "Bearer", expiresAt: access.metadata.expiresAt,
                            issuedAt: access.metadata.updatedAt)
+    }
+
+    /// One token row of `readCredentials`, checked against the state read with it: a row the state
+    /// lists but the database lacks, one of a generation the state does not list for it, or one
+    /// that does not open, is tampered.
+    private func openSessionRow(_ row: (rowGeneration: Int64, sealed: [UInt8])?, lookup: [UInt8],
+                                state: PostgresVaultState) throws -> VaultEntry? {
+        let expected = state.rowGenerations?[lookup]
+        guard let row else {
+            if expected != nil { throw VaultError.tampered(region: "entry row (deleted)") }
+            return nil
+        }
+        guard row.rowGeneration >= 1, UInt64(row.rowGeneration) <= state.generation,
+              state.rowGenerations == nil || expected == UInt64(row.rowGeneration) else {
+            throw VaultError.tampered(region: "entry row (generation)")
+        }
+        return try PostgresRowCodec.open(row.sealed, vaultID: vaultID, lookup: lookup,
+                                         rowGeneration: UInt64(row.rowGeneration), keys: keys)
     }
 
     /// A 64-bit advisory-lock key from a lookup hash (its first 8 bytes): the database sees a

@@ -15,8 +15,22 @@ extension PostgresSecretStore {
     }
 
     /// Saves a session's tokens in one transaction (a response without a refresh token keeps the old one).
+    ///
+    /// The transaction takes the session's advisory lock first, as a refresh does: a sign-in that
+    /// arrives while a replica refreshes waits for that refresh and then replaces its pair,
+    /// instead of being overwritten by it.
     public func saveCredentials(_ credentials: Credentials, session: String) async throws {
-        try await write(Self.changes(saving: credentials, session: session))
+        let client = self.client
+        let logger = options.logger
+        let lockKey = try sessionLockKey(session)
+        let changes = Self.changes(saving: credentials, session: session)
+        let newState = try await guarding {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                return try await self.apply(changes, on: connection).0
+            }
+        }
+        recordCommitted(newState)
     }
 
     /// Credentials of `session` whose access token is valid for at least `minTTL`, refreshed
@@ -46,7 +60,7 @@ extension PostgresSecretStore {
                                   refresher: @escaping @Sendable (SecureBytes) async throws -> Credentials) async throws -> Credentials {
         let client = self.client
         let logger = options.logger
-        let lockKey = try Self.advisoryLockKey(try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys))
+        let lockKey = try sessionLockKey(session)
         // The refresh itself may take as long as the refresher's own retries: the whole
         // transaction gets the operation timeout plus a generous allowance for it.
         // The refresher's own error (an OAuth error, `invalid_grant`) reaches the caller as it was
@@ -153,6 +167,12 @@ extension PostgresSecretStore {
                                          rowGeneration: UInt64(row.rowGeneration), keys: keys)
     }
 
+    /// The key of `session`'s advisory lock, taken by every transaction that reads the session's
+    /// tokens to write them (refresh, sign-in, sign-out).
+    func sessionLockKey(_ session: String) throws -> Int64 {
+        try Self.advisoryLockKey(try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys))
+    }
+
     /// A 64-bit advisory-lock key from a lookup hash (its first 8 bytes): the database sees a
     /// number that reveals neither the session nor the name.
     static func advisoryLockKey(_ lookup: [UInt8]) throws -> Int64 {
@@ -175,13 +195,17 @@ extension PostgresSecretStore {
         }
     }
 
-    /// Removes a session's tokens in one transaction.
+    /// Removes a session's tokens in one transaction, under the session's advisory lock: a sign-out
+    /// that arrives while a replica refreshes waits for that refresh, then removes (and returns,
+    /// for revocation) the pair it saved; the refresh can no longer sign the session back in.
     /// - Returns: What was removed (for revocation at the server), or nil when the session had none.
     public func removeCredentials(session: String) async throws -> Credentials? {
         let client = self.client
         let logger = options.logger
+        let lockKey = try sessionLockKey(session)
         let (removed, newState) = try await guarding {
             try await client.withTransaction(logger: logger) { connection -> (Credentials?, PostgresVaultState?) in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 let current: Credentials
                 do {
                     current = try await self.readCredentials(session: session, on: connection)

@@ -21,14 +21,6 @@ struct FleetSessionLockTests {
         var isReleased: Bool { lock.lock(); defer { lock.unlock() }; return released }
     }
 
-    /// A flag raised when a task is done.
-    private final class Flag: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = false
-        func set() { lock.lock(); value = true; lock.unlock() }
-        var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
-    }
-
     private static func text(_ bytes: SecureBytes?) -> String {
         bytes?.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } ?? ""
     }
@@ -74,14 +66,20 @@ struct FleetSessionLockTests {
         return (refreshed, try await running.value)
     }
 
-    @Test("a sign-out during a refresh waits for it, removes and returns the refreshed pair; the session stays signed out")
-    func signOutWaitsForTheRefresh() async throws {
+    /// Two stores on one new vault (two replicas), "billing" signed in with an expired access token.
+    private static func twoReplicas() async throws -> (PostgresSecretStore, PostgresSecretStore) {
         let configuration = try PostgresServer.configuration()
         let key = try PostgresServer.newKey()
         let replicaA = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
         let replicaB = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
         try await replicaA.saveCredentials(Credentials(accessToken: SecureBytes("at-1"), refreshToken: SecureBytes("rt-1"),
                                                        expiresAt: Date().addingTimeInterval(-60)), session: "billing")
+        return (replicaA, replicaB)
+    }
+
+    @Test("a sign-out during a refresh waits for it, removes and returns the refreshed pair; the session stays signed out")
+    func signOutWaitsForTheRefresh() async throws {
+        let (replicaA, replicaB) = try await Self.twoReplicas()
         let (refreshed, removed) = try await duringARefresh(replicaA, replicaB) {
             try await replicaB.removeCredentials(session: "billing")
         }
@@ -95,12 +93,7 @@ struct FleetSessionLockTests {
 
     @Test("a sign-in during a refresh waits for it and then replaces the refreshed pair")
     func signInWaitsForTheRefresh() async throws {
-        let configuration = try PostgresServer.configuration()
-        let key = try PostgresServer.newKey()
-        let replicaA = try await PostgresSecretStore.create(configuration: configuration, key: key, options: PostgresServer.options())
-        let replicaB = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
-        try await replicaA.saveCredentials(Credentials(accessToken: SecureBytes("at-1"), refreshToken: SecureBytes("rt-1"),
-                                                       expiresAt: Date().addingTimeInterval(-60)), session: "billing")
+        let (replicaA, replicaB) = try await Self.twoReplicas()
         let (refreshed, _) = try await duringARefresh(replicaA, replicaB) {
             try await replicaB.saveCredentials(Credentials(accessToken: SecureBytes("at-signin"), refreshToken: SecureBytes("rt-signin"),
                                                            expiresAt: Date().addingTimeInterval(3600)), session: "billing")

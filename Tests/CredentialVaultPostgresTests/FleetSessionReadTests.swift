@@ -40,14 +40,6 @@ struct FleetSessionReadTests {
         var summary: (reads: Int, failures: [String], torn: Int) { lock.lock(); defer { lock.unlock() }; return (reads, failures, torn) }
     }
 
-    /// A flag the writer raises when it is done.
-    private final class Done: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = false
-        func set() { lock.lock(); value = true; lock.unlock() }
-        var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
-    }
-
     @Test("a replica saving the session's tokens 150 times while 3 others read them: no false tampered, no torn pair")
     func readsSeeOneSnapshot() async throws {
         let configuration = try PostgresServer.configuration()
@@ -57,7 +49,7 @@ struct FleetSessionReadTests {
         // Another session's writes move the generation too: reads of "billing" must not care.
         try await writer.saveCredentials(pair(0), session: "payroll")
         let reader = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
-        let tally = Tally(), done = Done()
+        let tally = Tally(), done = Flag()
         let saves = 150, readers = 3, maximumReadsEach = 3000
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

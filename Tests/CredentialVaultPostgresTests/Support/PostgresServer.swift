@@ -124,3 +124,11 @@ func errorCode(_ body: () async throws -> Void) async -> VaultError.Code? {
         return VaultError.Code(rawValue: "non-vault error: \(type(of: error))")
     }
 }
+
+/// A flag one task raises (done) and others poll.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}

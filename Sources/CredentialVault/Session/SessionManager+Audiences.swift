@@ -27,9 +27,7 @@ extension SessionManager {
     /// `refreshLockWait` (at least `lockTimeout`).
     package func validCredentials(forAudience audience: String, minTTL: Duration, refreshLockWait: Duration?,
                                   refresher: @escaping AudienceTokenRefresher) async throws -> Credentials {
-        guard fleet == nil else {
-            throw VaultError(.unsupportedOperation, "per-audience tokens are kept in the vault file's session only")
-        }
+        try requireDeviceSession(.audienceTokens)
         guard !audience.isEmpty, audience.utf8.count <= Self.maximumAudienceLength,
               audience.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
             throw VaultError(.invalidInput, "the audience must be 1 to \(Self.maximumAudienceLength) bytes without control characters")
@@ -61,18 +59,7 @@ extension SessionManager {
     /// The cached token for `audience`, or nil.
     func audienceCredentials(_ audience: String, owner: String) throws -> Credentials? {
         let names = try Self.audienceRecordNames(audience)
-        let records: [VaultEntry]
-        if let agent {
-            records = try agent.client.entries(named: [names.token, names.info], owner: owner, directory: agent.directory)
-        } else {
-            guard let store = try openStore(create: false) else { return nil }
-            records = try store.snapshot { view in
-                try [names.token, names.info].compactMap { name in
-                    guard let metadata = view.metadata(named: name, owner: owner) else { return nil }
-                    return VaultEntry(metadata: metadata, secret: try view.secret(named: name, owner: owner))
-                }
-            }
-        }
+        let records = try device.records(named: [names.token, names.info], owner: owner)
         guard let token = records.first(where: { $0.metadata.name == names.token }) else { return nil }
         var info = CredentialRecords.TokenInfo(tokenType: "Bearer", scopes: [], issuedAtMilliseconds: nil)
         if let bytes = records.first(where: { $0.metadata.name == names.info })?.secret {

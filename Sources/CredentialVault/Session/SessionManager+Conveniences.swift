@@ -4,16 +4,14 @@ extension SessionManager {
     /// True when someone is signed in with an access token valid for `minTTL` (plus the
     /// leeway), without refreshing and without a full `restore()` (Auth0's `hasValid`).
     public func hasValidCredentials(minTTL: Duration = .zero) async -> Bool {
-        if let fleet { return await fleetState(fleet, minTTL: minTTL).credentials != nil }
-        guard let (_, credentials) = try? currentCredentials() else { return false }
+        guard let credentials = try? await backend.storedCredentials(of: self) else { return false }
         return isValid(credentials, minTTL: minTTL)
     }
 
     /// True when someone is signed in and a refresh token is stored (Auth0's `canRenew`).
     public var canRefresh: Bool {
         get async {
-            if let fleet { return ((try? await fleet.store.storedCredentials(session: fleet.name))?.refreshToken) != nil }
-            return ((try? currentCredentials())?.1.refreshToken) != nil
+            ((try? await backend.storedCredentials(of: self))?.refreshToken) != nil
         }
     }
 
@@ -22,8 +20,7 @@ extension SessionManager {
     /// wait on `session.lock`.
     /// - Throws: as `validCredentials(minTTL:refresher:)`.
     public func renew(refresher: @escaping TokenRefresher) async throws -> Credentials {
-        if let fleet { return try await fleetRefreshNow(fleet, refresher: refresher) }
-        return try await sharedRefresh(minTTL: .zero, force: true, refresher: refresher)
+        try await backend.refreshNow(of: self, refreshLockWait: nil, joining: true, refresher: refresher)
     }
 
     /// Destroys everything this session keeps on the device: the vault file (credentials and
@@ -35,14 +32,14 @@ extension SessionManager {
     /// data under the old keys; destroying the key file is the erase that holds.
     /// - Throws: `.busy`; file system errors.
     public func wipeAll() async throws {
-        try requireDeviceSession("device data to wipe")
+        let device = try backend.device(for: .deviceData)
         let lock = try await sessionLock()
         defer { lock.release() }
         let directory = directory
         let timeout = configuration.lockTimeout
         _ = try await BlockingWork.run { try SecretStore.wipe(in: directory, lockTimeout: timeout) }
         try profiles.remove()
-        store = nil
+        device.forgetVault()
         anonymousID = nil
         logger.info("wiped the session")
         lastPublished = nil

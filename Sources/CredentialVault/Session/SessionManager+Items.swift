@@ -8,8 +8,8 @@ extension SessionManager {
         try Self.checkItemName(entry.name)
         var entry = entry
         entry.owner = try await ownerNoticingChanges()
-        guard let store = try await openStoreOffPool(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
-        try store.put(entry, replace: replace)
+        guard let vault = try await device.vaultOffPool(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
+        try vault.put(entry, replace: replace)
     }
 
     /// Stores text as an item (Valet's `set(string:forKey:)`); the text is copied into a
@@ -41,16 +41,16 @@ extension SessionManager {
     /// The items of whoever is using the app (without the session's own entries).
     public func items() async throws -> [EntryMetadata] {
         let owner = try await ownerNoticingChanges()
-        guard let store = try await openStoreOffPool(create: false) else { return [] }
-        return try store.list(owner: owner).filter { !$0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
+        guard let vault = try await device.vaultOffPool(create: false) else { return [] }
+        return try vault.list(owner: owner).filter { !$0.name.hasPrefix(SessionNamespaces.Reserved.prefix) }
     }
 
     /// One item's secret for whoever is using the app.
     /// - Throws: `.notFound`; store errors.
     public func item(named name: String) async throws -> SecureBytes {
         let owner = try await ownerNoticingChanges()
-        guard let store = try await openStoreOffPool(create: false) else { throw VaultError.entryNotFound(name) }
-        return try store.secret(named: name, owner: owner)
+        guard let vault = try await device.vaultOffPool(create: false) else { throw VaultError.entryNotFound(name) }
+        return try vault.secret(named: name, owner: owner)
     }
 
     /// Removes one item of whoever is using the app.
@@ -58,26 +58,26 @@ extension SessionManager {
     public func removeItem(named name: String) async throws {
         try Self.checkItemName(name)
         let owner = try await ownerNoticingChanges()
-        guard let store = try await openStoreOffPool(create: false) else { throw VaultError.entryNotFound(name) }
-        try store.update { transaction in try transaction.remove(named: name, owner: owner) }
+        guard let vault = try await device.vaultOffPool(create: false) else { throw VaultError.entryNotFound(name) }
+        try vault.update { transaction in try transaction.remove(named: name, owner: owner) }
     }
 
     /// The guest's items, also while someone is signed in: what stayed with the guest at
     /// sign-in (non-transferable items, conflicts the account won).
     public func guestItems() async throws -> [EntryMetadata] {
-        try requireDeviceSession("guest items")
+        let device = try backend.device(for: .guestItems)
         guard let anonymous = try profiles.load()?.anonymousID ?? anonymousID,
-              let store = try await openStoreOffPool(create: false) else { return [] }
-        return try store.list(owner: SessionNamespaces.guest(anonymous))
+              let vault = try await device.vaultOffPool(create: false) else { return [] }
+        return try vault.list(owner: SessionNamespaces.guest(anonymous))
     }
 
     /// One of the guest's items, also while someone is signed in.
     /// - Throws: `.notFound`; store errors.
     public func guestItem(named name: String) async throws -> SecureBytes {
-        try requireDeviceSession("guest items")
+        let device = try backend.device(for: .guestItems)
         guard let anonymous = try profiles.load()?.anonymousID ?? anonymousID,
-              let store = try await openStoreOffPool(create: false) else { throw VaultError.entryNotFound(name) }
-        return try store.secret(named: name, owner: SessionNamespaces.guest(anonymous))
+              let vault = try await device.vaultOffPool(create: false) else { throw VaultError.entryNotFound(name) }
+        return try vault.secret(named: name, owner: SessionNamespaces.guest(anonymous))
     }
 
     static func checkItemName(_ name: String) throws {
@@ -88,7 +88,7 @@ extension SessionManager {
 
     /// The current owner, publishing a change another process made to who that is.
     private func ownerNoticingChanges() async throws -> String {
-        try requireDeviceSession("items")
+        try requireDeviceSession(.items)
         if let profile = try profiles.load() { await noticeExternalChange(profile) }
         return try currentOwner()
     }

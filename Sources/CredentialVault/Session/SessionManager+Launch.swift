@@ -25,7 +25,11 @@ extension SessionManager {
     }
 
     func loadState(minTTL: Duration, refreshLockWait: Duration? = nil) async -> SessionState {
-        if let fleet { return await fleetState(fleet, minTTL: minTTL) }
+        await backend.restoredState(of: self, minTTL: minTTL, refreshLockWait: refreshLockWait)
+    }
+
+    /// `loadState` of a device session: from the profile and the vault.
+    func restoredDeviceState(minTTL: Duration, refreshLockWait: Duration?) async -> SessionState {
         do {
             // Read first; only the very first launch writes (the new anonymous id).
             let loaded = try profiles.load()
@@ -71,12 +75,15 @@ extension SessionManager {
     /// - Returns: The session state; `.guest` with an empty anonymous id when there is no
     ///   profile yet (`anonymousID` stays nil). Never throws.
     public func peek(minTTL: Duration = .zero) async -> SessionState {
-        if let fleet { return await fleetState(fleet, minTTL: minTTL) }
+        await backend.peekedState(of: self, minTTL: minTTL)
+    }
+
+    /// `peek` of a device session.
+    func peekedDeviceState(minTTL: Duration) async -> SessionState {
         do {
             let loaded = try profiles.load()
             anonymousID = loaded?.anonymousID
-            // As restore(): an existing vault without a key is locked, whoever is signed in.
-            if key == nil, agent == nil, SecretStore.exists(in: directory) { throw SessionUnavailable(reason: .locked, error: nil) }
+            try device.checkReadable()
             guard var profile = loaded else {
                 try await refuseSessionsWithoutProfile()
                 return .guest(anonymousID: "")
@@ -93,13 +100,7 @@ extension SessionManager {
 
     /// Throws `profileMissing` when the vault holds a user's session although there is no profile.
     private func refuseSessionsWithoutProfile() async throws {
-        let users: [String]
-        if let agent {
-            users = Self.sessionOwners(in: try agent.client.list(directory: agent.directory))
-        } else {
-            guard let store = try await openStoreOffPool(create: false) else { return }
-            users = try store.snapshot { Self.sessionOwners(in: $0.list()) }
-        }
+        let users = try await device.sessionOwners()
         guard !users.isEmpty else { return }
         throw SessionUnavailable(reason: .profileMissing, error: VaultError(
             .corrupt, "the vault holds the session of \(users.count == 1 ? "a signed-in user" : "\(users.count) users") but the profile "
@@ -126,18 +127,18 @@ extension SessionManager {
     ///   the vault holds no session).
     /// - Throws: the store's errors (nothing is removed then).
     public func recoverFromMissingProfile(revoke: (_ userID: String, _ credentials: Credentials) async -> Void) async throws -> [String] {
-        try requireDeviceSession("profile recovery")
+        let device = try backend.device(for: .profileRecovery)
         let lock = try await sessionLock()
         defer { lock.release() }
-        guard try profiles.load() == nil, let store = try await openStoreOffPool(create: false) else { return [] }
-        let sessions = try store.snapshot { view in
+        guard try profiles.load() == nil, let vault = try await device.vaultOffPool(create: false) else { return [] }
+        let sessions = try vault.snapshot { view in
             try Self.sessionOwners(in: view.list()).map { owner in (owner, try CredentialRecords.read(owner: owner, from: view)) }
         }
         guard !sessions.isEmpty else { return [] }
         for (owner, credentials) in sessions {
             if let credentials { await revoke(String(owner.dropFirst("user:".count)), credentials) }
         }
-        try store.update { transaction in
+        try vault.update { transaction in
             for (owner, _) in sessions { Self.removeUserEntries(owner: owner, localData: .wipe, in: &transaction) }
             transaction.rotateDataKey()
         }
@@ -153,7 +154,7 @@ extension SessionManager {
 
     /// The state of a profile that names `user`: from the user's credentials in the vault.
     private func state(of user: User, minTTL: Duration) async throws -> SessionState {
-        try await openVaultOffPool()
+        try await device.prepare()
         guard let credentials = try readCredentials(owner: SessionNamespaces.user(user.id)) else { return .expired(user, hasRefreshToken: false, expiresAt: nil) }
         guard isValid(credentials, minTTL: minTTL) else {
             return .expired(user, hasRefreshToken: credentials.refreshToken != nil, expiresAt: credentials.expiresAt)

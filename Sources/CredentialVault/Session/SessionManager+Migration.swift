@@ -17,7 +17,12 @@ extension SessionManager {
     ///   `SessionUnavailable` when there is no key; store errors. Nothing changes on failure.
     @discardableResult
     public func signIn(user: User, credentials: Credentials, policy: MergePolicy = .keepAccount) async throws -> MigrationReport {
-        if let fleet { return try await fleetSignIn(fleet, user: user, credentials: credentials) }
+        try await backend.signIn(of: self, user: user, credentials: credentials, policy: policy)
+    }
+
+    /// `signIn` on a device: the journal, one vault write with the migrated guest items, the profile last.
+    func signInOnDevice(user: User, credentials: Credentials, policy: MergePolicy) async throws -> MigrationReport {
+        let device = try self.device
         let lock = try await sessionLock()
         defer { lock.release() }
         let current = try profiles.load() ?? Profile()
@@ -36,8 +41,8 @@ extension SessionManager {
         }
         let report: MigrationReport
         do {
-            guard let store = try await openStoreOffPool(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
-            report = try store.update { transaction in
+            guard let vault = try await device.vaultOffPool(create: true) else { throw SessionUnavailable(reason: .locked, error: nil) }
+            report = try vault.update { transaction in
                 try Self.migrate(into: &transaction, journal: journal, credentials: credentials, policy: policy,
                                  fromGuest: current.user == nil)
             }
@@ -60,7 +65,7 @@ extension SessionManager {
     /// sign-out, so the same user signing in again on this device skips it.
     /// - Throws: `.notSignedIn`; profile store errors.
     public func completeOnboarding() async throws {
-        try requireDeviceSession("onboarding")
+        try requireDeviceSession(.onboarding)
         try profiles.update { profile in
             guard profile.user != nil else { throw VaultError(.notSignedIn, "nobody is signed in") }
             profile.user?.onboardingComplete = true
@@ -96,7 +101,7 @@ extension SessionManager {
 
     /// `signInLanded`, with the unlock off the cooperative pool.
     func signInLandedOffPool(_ journal: PendingSignIn) async throws -> Bool {
-        try await openVaultOffPool()
+        try await device.prepare()
         return try signInLanded(journal)
     }
 
@@ -106,17 +111,7 @@ extension SessionManager {
             profile.user = journal.user
             profile.pendingSignIn = nil
         }
-        if let agent {
-            try agent.client.remove(names: [SessionNamespaces.Reserved.migration], owner: SessionNamespaces.user(journal.userID),
-                                    rotatingDataKey: false, directory: agent.directory)
-        } else if let store = try openStore(create: false) {
-            try store.update { transaction in
-                let owner = SessionNamespaces.user(journal.userID)
-                if transaction.metadata(named: SessionNamespaces.Reserved.migration, owner: owner) != nil {
-                    try transaction.remove(named: SessionNamespaces.Reserved.migration, owner: owner)
-                }
-            }
-        }
+        try device.remove(names: [SessionNamespaces.Reserved.migration], owner: SessionNamespaces.user(journal.userID))
     }
 
     static func migrate(into transaction: inout VaultTransaction, journal: PendingSignIn, credentials: Credentials,

@@ -40,7 +40,7 @@ extension SessionManager {
     /// - Returns: whether they were kept.
     @discardableResult
     package func keepForRevocation(_ tokens: [(token: SecureBytes, hint: String)], server: String, clientID: String) async throws -> Bool {
-        guard !tokens.isEmpty, fleet == nil, agent == nil, let store = try await openStoreOffPool(create: false) else { return false }
+        guard !tokens.isEmpty, let vault = try await housekeepingVault() else { return false }
         let now = configuration.clock()
         var entries: [NewEntry] = []
         for (token, hint) in tokens {
@@ -50,7 +50,7 @@ extension SessionManager {
                                     kind: hint == "refresh_token" ? .refreshToken : .accessToken,
                                     label: String(decoding: label, as: UTF8.self), transferable: false))
         }
-        try store.update { transaction in
+        try vault.update { transaction in
             for entry in entries { try transaction.put(entry, replace: false) }
             Self.prunePendingRevocations(in: &transaction, now: now)
         }
@@ -69,13 +69,13 @@ extension SessionManager {
 
     /// The tokens waiting for their revocation, oldest first (expired ones are removed first).
     package func pendingRevocations() async throws -> [PendingRevocation] {
-        guard fleet == nil, agent == nil, let store = try await openStoreOffPool(create: false) else { return [] }
+        guard let vault = try await housekeepingVault() else { return [] }
         let owner = Self.pendingRevocationOwner
         let now = configuration.clock()
-        if try store.snapshot({ view in view.list(owner: owner).contains { Self.isTooOld($0, now: now) } }) {
-            try store.update { Self.prunePendingRevocations(in: &$0, now: now) }
+        if try vault.snapshot({ view in view.list(owner: owner).contains { Self.isTooOld($0, now: now) } }) {
+            try vault.update { Self.prunePendingRevocations(in: &$0, now: now) }
         }
-        return try store.snapshot { view in
+        return try vault.snapshot { view in
             try view.list(owner: owner).sorted { $0.createdAt < $1.createdAt }.compactMap { metadata -> PendingRevocation? in
                 guard let text = metadata.label,
                       let label = try? JSONDecoder().decode(PendingLabel.self, from: Data(text.utf8)) else { return nil }
@@ -87,12 +87,18 @@ extension SessionManager {
 
     /// Forgets pending revocations (revoked now, or refused for good by their server).
     package func forgetPendingRevocations(_ ids: [String]) async throws {
-        guard !ids.isEmpty, fleet == nil, agent == nil, let store = try await openStoreOffPool(create: false) else { return }
-        try store.update { transaction in
+        guard !ids.isEmpty, let vault = try await housekeepingVault() else { return }
+        try vault.update { transaction in
             for id in ids where transaction.metadata(named: id, owner: Self.pendingRevocationOwner) != nil {
                 try transaction.remove(named: id, owner: Self.pendingRevocationOwner)
             }
         }
+    }
+
+    /// The vault that keeps pending revocations: none in a fleet session or through the agent.
+    private func housekeepingVault() async throws -> SecretStore? {
+        guard let device = try? backend.device(for: .pendingRevocations) else { return nil }
+        return try await device.housekeepingVault()
     }
 
     private static func isTooOld(_ metadata: EntryMetadata, now: Date) -> Bool {

@@ -28,7 +28,11 @@ extension SessionManager {
     /// `refreshLockWait` (at least `lockTimeout`): the refresher's whole budget, so that waiters
     /// outlast the refresh they wait for (`validCredentials(client:)` derives it from the client).
     package func validCredentials(minTTL: Duration, refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
-        if let fleet { return try await fleetValidCredentials(fleet, minTTL: minTTL, refresher: refresher) }
+        try await backend.validCredentials(of: self, minTTL: minTTL, refreshLockWait: refreshLockWait, refresher: refresher)
+    }
+
+    /// `validCredentials` of a device session: single-flight through `refreshTask` and `session.lock`.
+    func validDeviceCredentials(minTTL: Duration, refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let refreshTask {
             let shared = try await refreshTask.value
             if isValid(shared, minTTL: minTTL) { return shared }
@@ -63,7 +67,11 @@ extension SessionManager {
 
     /// `refreshNow(refresher:)` waiting for another process's refresh up to `refreshLockWait` (at least `lockTimeout`).
     package func refreshNow(refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
-        if let fleet { return try await fleetRefreshNow(fleet, refresher: refresher) }
+        try await backend.refreshNow(of: self, refreshLockWait: refreshLockWait, joining: false, refresher: refresher)
+    }
+
+    /// `refreshNow` of a device session: after a refresh running in this process, a forced one.
+    func refreshDeviceNow(refreshLockWait: Duration?, refresher: @escaping TokenRefresher) async throws -> Credentials {
         if let refreshTask { _ = try? await refreshTask.value }
         let task = Task { try await self.refresh(minTTL: .zero, refresher: refresher, force: true, lockWait: refreshLockWait) }
         refreshTask = task

@@ -18,7 +18,7 @@ extension SessionManager {
     /// - Returns: The signed-in user.
     /// - Throws: `.signInCancelled`; `CancellationError`; profile store errors.
     public func requireSignIn(presentSignIn: @Sendable () -> Void = {}) async throws -> User {
-        try requireDeviceSession("sign-in screen")
+        try requireDeviceSession(.signInScreen)
         if let user = try profiles.load()?.user {
             // A session no token can renew is over: the sign-in is presented, not the old user returned.
             guard !isRenewable() else { return user }

@@ -13,7 +13,7 @@ extension SessionManager {
     /// A setting: its stored value, else its registered default, else nil.
     /// - Throws: profile store errors (a corrupt profile is an error, never an empty one).
     public func setting(_ key: String) throws -> JSONValue? {
-        try requireDeviceSession("settings")
+        try requireDeviceSession(.settings)
         return try profiles.load()?.settings[key] ?? settingDefaults[key]
     }
 
@@ -21,7 +21,7 @@ extension SessionManager {
     /// Settings are not secret: they are written as plain JSON.
     /// - Throws: profile store errors; `.busy`.
     public func setSetting(_ value: JSONValue?, forKey key: String) throws {
-        try requireDeviceSession("settings")
+        try requireDeviceSession(.settings)
         try profiles.update { profile in profile.settings[key] = value }
     }
 

@@ -22,7 +22,11 @@ extension SessionManager {
     /// - Throws: store errors; `.busy`.
     @discardableResult
     public func signOut(localData: LocalDataPolicy? = nil, newAnonymousID: Bool = false, resetSettings: Bool = false) async throws -> Credentials? {
-        if let fleet { return try await fleet.store.removeCredentials(session: fleet.name) }
+        try await backend.signOut(of: self, localData: localData, newAnonymousID: newAnonymousID, resetSettings: resetSettings)
+    }
+
+    /// `signOut` on a device: the profile first, then the vault.
+    func signOutOnDevice(localData: LocalDataPolicy?, newAnonymousID: Bool, resetSettings: Bool) async throws -> Credentials? {
         let lock = try await sessionLock()
         defer { lock.release() }
         let removed = try signOutLocked(newAnonymousID: newAnonymousID, expectedUserID: nil,
@@ -43,7 +47,7 @@ extension SessionManager {
     /// `enterGuestMode`, returning also the credentials of the user it signed out (to revoke them:
     /// `enterGuestMode(resetAnonymousID:revokingWith:)` in CredentialVaultOAuth).
     package func enterGuestModeSigningOut(resetAnonymousID: Bool) async throws -> (anonymousID: String, removed: Credentials?) {
-        try requireDeviceSession("guest mode")
+        let device = try backend.device(for: .guestMode)
         let lock = try await sessionLock()
         defer { lock.release() }
         var removed: Credentials?
@@ -56,8 +60,8 @@ extension SessionManager {
             profile.settings = [:]   // reads fall back to the registered defaults
             return (old, profile.anonymousID ?? "")
         }
-        if let store = try openStore(create: false) {
-            try store.update { transaction in
+        if let vault = try device.vault(create: false) {
+            try vault.update { transaction in
                 for owner in Set([old, new].compactMap { $0 }) { transaction.removeAll(owner: SessionNamespaces.guest(owner)) }
             }
         }
@@ -89,22 +93,8 @@ extension SessionManager {
         anonymousID = guestID
         let replacedGuest = oldGuest.flatMap { $0 == guestID ? nil : $0 }
         guard signedOut != nil || replacedGuest != nil else { return nil }
-        if let agent {
-            return try endSessionThroughAgent(agent, user: signedOut, localData: localData, replacedGuest: replacedGuest)
-        }
-        guard let store = try openStore(create: false) else { return nil }
-        let removed = try store.update { transaction -> Credentials? in
-            var credentials: Credentials?
-            if let user = signedOut {
-                let owner = SessionNamespaces.user(user.id)
-                credentials = (try? CredentialRecords.read(owner: owner, from: transaction)) ?? nil
-                Self.removeUserEntries(owner: owner, localData: localData, in: &transaction)
-            }
-            // The replaced guest's items go with it: nothing is left under an id no one uses.
-            if let replacedGuest { transaction.removeAll(owner: SessionNamespaces.guest(replacedGuest)) }
-            transaction.rotateDataKey()
-            return credentials
-        }
+        let removed = try device.endSession(owner: signedOut.map { SessionNamespaces.user($0.id) }, localData: localData,
+                                            replacedGuest: replacedGuest.map(SessionNamespaces.guest))
         if let user = signedOut { logger.info("signed out", metadata: ["user": "\(user.id)"]) }
         return removed
     }
@@ -125,14 +115,13 @@ extension SessionManager {
     /// decision is taken again under `session.lock`, from the profile as it is then, so a
     /// sign-in that another process finishes meanwhile is never mistaken for an orphan.
     func removeOrphanedCredentials(profile: Profile) async throws {
-        // Through the agent they stay until a process that opens the vault itself starts the session.
-        guard agent == nil, let store = try await openStoreOffPool(create: false) else { return }
-        guard try store.snapshot({ Self.orphans(in: $0, profile: profile) }).isEmpty == false else { return }
+        guard let vault = try await device.housekeepingVault() else { return }
+        guard try vault.snapshot({ Self.orphans(in: $0, profile: profile) }).isEmpty == false else { return }
         let lock = try await sessionLock()
         defer { lock.release() }
         let profile = try profiles.load() ?? Profile()
         guard profile.pendingSignIn == nil else { return }
-        let removed = try store.update { transaction -> Int in
+        let removed = try vault.update { transaction -> Int in
             let orphans = Self.orphans(in: transaction, profile: profile)
             guard !orphans.isEmpty else { return 0 }
             for (owner, policy) in orphans { Self.removeUserEntries(owner: owner, localData: policy, in: &transaction) }

@@ -46,7 +46,7 @@ extension SessionManager {
     /// The signed-in user as the profile names them now (nil for a guest, a fleet session, or
     /// when the profile cannot be read). Reads the profile; does not open the vault.
     public var currentUser: User? {
-        guard fleet == nil else { return nil }
+        guard (try? backend.device(for: .profile)) != nil else { return nil }
         return (try? profiles.load())?.user
     }
 

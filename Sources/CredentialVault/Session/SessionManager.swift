@@ -14,17 +14,12 @@ import VaultCrypto
 public actor SessionManager {
     /// The directory holding `secrets.vault` and `profile.json` (empty for a fleet session).
     public let directory: String
-    let key: VaultKey?
-    /// The fleet session this manager works on, for a session shared by a fleet (PostgreSQL);
-    /// nil for the vault file's session (SessionManager+Fleet.swift).
-    let fleet: FleetBinding?
-    /// The user's `vault agent`, when it holds this vault unlocked for the session
-    /// (SessionManager+Agent.swift); nil when the session opens the vault itself.
-    let agent: AgentBinding?
+    /// Where the session's records live: the vault file, the user's agent, or a fleet's store,
+    /// chosen by the initialisers below and used through `SessionBackend` everywhere else.
+    let backend: any SessionBackend
     let configuration: SessionConfiguration
     let profiles: ProfileStore
     private let sessionLockPath: String
-    var store: SecretStore?
     var refreshTask: Task<Credentials, any Error>?
     /// The per-audience refreshes running in this process, one per audience (SessionManager+Audiences.swift).
     var audienceTasks: [String: Task<Credentials, any Error>] = [:]
@@ -55,7 +50,8 @@ public actor SessionManager {
     ///   - key: The vault key; nil leaves the vault locked (guests without a vault still work).
     ///   - configuration: Leeway, clock, timeouts, logger.
     public init(directory: String, key: VaultKey?, configuration: SessionConfiguration = SessionConfiguration()) {
-        self.init(directory: directory, key: key, store: nil, fleet: nil, agent: nil, configuration: configuration)
+        self.init(backend: VaultFileBackend(directory: directory, key: key, store: nil, options: configuration.storeOptions),
+                  directory: directory, configuration: configuration)
     }
 
     /// Creates a session over a vault already opened, so that its key is derived once for
@@ -65,18 +61,29 @@ public actor SessionManager {
     ///   - store: The open vault; the profile is read from its directory.
     ///   - configuration: Leeway, clock, timeouts, logger (the store keeps the options it was opened with).
     public init(store: SecretStore, configuration: SessionConfiguration = SessionConfiguration()) {
-        self.init(directory: store.directory, key: store.key, store: store, fleet: nil, agent: nil, configuration: configuration)
+        self.init(backend: VaultFileBackend(directory: store.directory, key: store.key, store: store, options: configuration.storeOptions),
+                  directory: store.directory, configuration: configuration)
     }
 
-    /// The designated initializer: a vault file's session (with its store when already open, or
-    /// through the user's agent), or a fleet session (SessionManager+Fleet.swift).
-    init(directory: String, key: VaultKey?, store: SecretStore?, fleet: FleetBinding?, agent: AgentBinding?,
-         configuration: SessionConfiguration) {
+    /// Creates a session over `directory` whose vault `agent` holds unlocked (`AgentBackend`).
+    /// - Throws: `.notFound` when the directory does not exist.
+    package init(directory: String, agent: VaultAgentClient, configuration: SessionConfiguration = SessionConfiguration()) throws {
+        self.init(backend: try AgentBackend(directory: directory, agent: agent), directory: directory, configuration: configuration)
+    }
+
+    /// Creates a session over the fleet session `name` in `store` (PostgreSQL, shared by every replica: `FleetBackend`).
+    /// - Parameters:
+    ///   - store: The open store.
+    ///   - name: The session's name (an owner name: `EntryValidation.checkOwner`).
+    ///   - configuration: Leeway and clock; the store keeps its own timeouts.
+    package init(fleet store: any FleetSessionStore, session name: String, configuration: SessionConfiguration = SessionConfiguration()) {
+        self.init(backend: FleetBackend(store: store, name: name), directory: "", configuration: configuration)
+    }
+
+    /// The designated initializer, over the backend the initialisers above chose.
+    private init(backend: any SessionBackend, directory: String, configuration: SessionConfiguration) {
         self.directory = directory
-        self.key = key
-        self.store = store
-        self.fleet = fleet
-        self.agent = agent
+        self.backend = backend
         self.configuration = configuration
         self.profiles = ProfileStore(directory: directory, lockTimeout: configuration.lockTimeout)
         self.sessionLockPath = PathText.joining(directory, "session.lock")
@@ -96,35 +103,33 @@ public actor SessionManager {
         return SessionNamespaces.guest(fresh)
     }
 
-    /// `openStore`, with the key derivation (scrypt for a passphrase) on a Dispatch thread,
-    /// so an unlock never holds one of the cooperative pool's few threads.
-    func openStoreOffPool(create: Bool) async throws -> SecretStore? {
-        if let store { return store }
-        try requireDeviceSession("items")
-        guard let key else { return try openStore(create: create) }
-        let directory = directory
-        let options = configuration.storeOptions
-        let opened = try await BlockingWork.run { () throws -> SecretStore? in
-            if SecretStore.exists(in: directory) { return try SecretStore.open(in: directory, key: key, options: options) }
-            return create ? try SecretStore.create(in: directory, key: key, options: options) : nil
-        }
-        if store == nil { store = opened }
-        return store
+    /// The device storage, for the flows that run only in a device session (a fleet's have their own).
+    /// - Throws: `.unsupportedOperation` for a fleet session.
+    var device: any DeviceSessionBackend {
+        get throws { try backend.device(for: .items) }
     }
 
-    func openStore(create: Bool) throws -> SecretStore? {
-        if let store { return store }
-        try requireDeviceSession("items")
-        guard let key else {
-            if SecretStore.exists(in: directory) || create { throw SessionUnavailable(reason: .locked, error: nil) }
-            return nil
-        }
-        if SecretStore.exists(in: directory) {
-            store = try SecretStore.open(in: directory, key: key, options: configuration.storeOptions)
-        } else if create {
-            store = try SecretStore.create(in: directory, key: key, options: configuration.storeOptions)
-        }
-        return store
+    /// Throws `.unsupportedOperation` when the backend has no `feature` (a fleet session).
+    func requireDeviceSession(_ feature: DeviceFeature) throws {
+        _ = try backend.device(for: feature)
+    }
+
+    /// The credentials `owner` has stored, or nil (also when there is no vault).
+    func readCredentials(owner: String) throws -> Credentials? {
+        try device.credentials(owner: owner)
+    }
+
+    /// The secret of the reserved entry `name` of `owner` (a journal's marker), or nil.
+    func readMarker(_ name: String, owner: String) throws -> SecureBytes? {
+        try device.records(named: [name], owner: owner).first?.secret
+    }
+
+    /// Saves refreshed credentials with the refresh journal's marker in one write. `credentials`
+    /// keeps the refresh and id tokens it replaces (the caller merged them), so nothing is removed.
+    /// `extra` entries (a per-audience token) land in the same write.
+    func saveRefreshed(_ credentials: Credentials, owner: String, marker: SecureBytes, extra: [NewEntry] = []) throws {
+        let markerEntry = NewEntry(name: SessionNamespaces.Reserved.refreshMarker, owner: owner, secret: marker, transferable: false)
+        try device.replace(try CredentialRecords.entries(for: credentials, owner: owner) + [markerEntry] + extra)
     }
 
     /// Takes `session.lock`. A refresh in flight in this process holds it, so other

@@ -24,6 +24,7 @@ extension PostgresSecretStore {
         let logger = options.logger
         let lockKey = try sessionLockKey(session)
         let changes = Self.changes(saving: credentials, session: session)
+        try Self.validate(changes)
         let newState = try await guarding {
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)

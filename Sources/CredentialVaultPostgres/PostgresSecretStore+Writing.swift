@@ -36,14 +36,7 @@ extension PostgresSecretStore {
     /// is sealed and saved. Either all changes are committed or none.
     @discardableResult
     func write(_ changes: [Change]) async throws -> [EntryMetadata] {
-        for change in changes {
-            if case let .put(entry, _) = change {
-                try EntryValidation.checkName(entry.name)
-                try EntryValidation.checkOwner(entry.owner)
-                try EntryValidation.checkLabel(entry.label)
-                try EntryValidation.checkSecret(byteCount: entry.secret.count)
-            }
-        }
+        try Self.validate(changes)
         let client = self.client
         let logger = options.logger
         let (newState, stored) = try await guarding {
@@ -53,6 +46,19 @@ extension PostgresSecretStore {
         }
         recordCommitted(newState)
         return stored
+    }
+
+    /// Checks every entry put (name, owner, label, secret size) before anything is sent.
+    /// - Throws: `.invalidInput`.
+    static func validate(_ changes: [Change]) throws {
+        for change in changes {
+            if case let .put(entry, _) = change {
+                try EntryValidation.checkName(entry.name)
+                try EntryValidation.checkOwner(entry.owner)
+                try EntryValidation.checkLabel(entry.label)
+                try EntryValidation.checkSecret(byteCount: entry.secret.count)
+            }
+        }
     }
 
     /// The body of a write transaction, on a connection inside `BEGIN`.

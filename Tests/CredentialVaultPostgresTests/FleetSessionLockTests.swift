@@ -105,4 +105,22 @@ struct FleetSessionLockTests {
         await replicaB.close()
         await replicaA.close()
     }
+
+    @Test("a sign-in with a session name or token type the store refuses is invalid input, and nothing is written")
+    func signInChecksItsEntries() async throws {
+        let (replicaA, replicaB) = try await Self.twoReplicas()
+        let generation = try await replicaA.verify().generation
+        let tooLong = String(repeating: "s", count: VaultLimits.maximumNameBytes + 1)
+        #expect(await errorCode {
+            try await replicaA.saveCredentials(Credentials(accessToken: SecureBytes("at-2"), refreshToken: SecureBytes("rt-2")), session: tooLong)
+        } == .invalidInput)
+        #expect(await errorCode {
+            try await replicaA.saveCredentials(Credentials(accessToken: SecureBytes("at-2"), tokenType: String(repeating: "B", count: VaultLimits.maximumLabelBytes + 1)),
+                                               session: "billing")
+        } == .invalidInput)
+        #expect(try await replicaA.verify().generation == generation)
+        #expect(Self.text(try await replicaA.storedCredentials(session: "billing").accessToken) == "at-1")
+        await replicaB.close()
+        await replicaA.close()
+    }
 }

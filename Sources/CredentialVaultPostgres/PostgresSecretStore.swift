@@ -128,16 +128,20 @@ public final class PostgresSecretStore: Sendable {
             try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
                     try await ensureSchema(connection, logger: logger)
-                    let existing = try await connection.query(
-                        "SELECT 1 FROM vault_stores WHERE store_name = \(storeName)", logger: logger).collect()
-                    guard existing.isEmpty else {
+                    // One statement decides, not a check before the insert: of clients creating
+                    // the same name at once, one inserts and the others (waiting on its key) insert nothing.
+                    var inserted = false
+                    for try await _ in try await connection.query("""
+                        INSERT INTO vault_stores (store_name, vault_id, key_slot, state)
+                        VALUES (\(storeName), \(ByteBuffer(bytes: vaultID)), \(ByteBuffer(bytes: slot.encoded())), \(ByteBuffer(bytes: state)))
+                        ON CONFLICT (store_name) DO NOTHING RETURNING 1
+                        """, logger: logger).decode(Int32.self) {
+                        inserted = true
+                    }
+                    guard inserted else {
                         throw VaultError(.alreadyExists, "a vault named \(TerminalText.escaped(storeName)) already exists in this database",
                                          fix: "open it, or choose another store name")
                     }
-                    try await connection.query("""
-                        INSERT INTO vault_stores (store_name, vault_id, key_slot, state)
-                        VALUES (\(storeName), \(ByteBuffer(bytes: vaultID)), \(ByteBuffer(bytes: slot.encoded())), \(ByteBuffer(bytes: state)))
-                        """, logger: logger)
                 }
             }
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,

@@ -48,6 +48,28 @@ struct PostgresConcurrencyTests {
         for store in stores { await store.close() }
     }
 
+    @Test("8 clients creating one store name at once: one creates it, the 7 others are told it exists (not a database error)")
+    func concurrentCreates() async throws {
+        let configuration = try PostgresServer.configuration()
+        let clients = 8
+        let codes = await withTaskGroup(of: VaultError.Code?.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    await errorCode {
+                        let store = try await PostgresSecretStore.create(configuration: configuration, key: try PostgresServer.newKey(),
+                                                                         options: PostgresServer.options())
+                        await store.close()
+                    }
+                }
+            }
+            var all: [VaultError.Code?] = []
+            for await code in group { all.append(code) }
+            return all
+        }
+        #expect(codes.filter { $0 == nil }.count == 1, "\(codes)")
+        #expect(codes.filter { $0 == .alreadyExists }.count == clients - 1, "\(codes)")
+    }
+
     @Test("the server stopped: reads and writes fail as unavailable within the timeout, nothing is lost; restarted: work resumes")
     func serverRestart() async throws {
         let server = try PrivatePostgresServer()

@@ -60,6 +60,35 @@ struct SealedClientTests {
         #expect(signout.stderr.contains("not revoked") && signout.stderr.contains("differs from the one sealed"), "\(signout.stderr)")
     }
 
+    /// Review finding F5: a stored client that cannot be read was taken for one without DPoP, so
+    /// the sign-in stored the client without it, deleted the sealed key and removed the forged copy.
+    @Test("a browser sign-in over a stored DPoP client that cannot be read fails with its error (65), unless --dpop or --no-dpop decides")
+    func anUnreadableStoredClientStopsTheSignIn() throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        #expect(try vault(["init"], folder: folder).status == 0)
+        let issuer = try server.issuer.absoluteString
+        let clientID = try server.string("browser_client_id")
+        let client = try vault(["client", "--issuer", issuer, "--client-id", clientID, "--dpop"], folder: folder)
+        #expect(client.status == 0, "\(client.stderr)")
+        try editProfile(folder) { $0["oauthClient"] = ["clientId": clientID, "issuer": issuer, "tokenEndpoint": "http://127.0.0.1:9/steal"] }
+        let signIn = ["signin", "--browser", "--no-open", "--issuer", issuer, "--client-id", clientID, "--wait", "1s"]
+        let refused = try vault(signIn, folder: folder)
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("differs from the one sealed"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("open this address"), "refused before the listener starts: \(refused.stderr)")
+        // Nothing changed: the forged copy stays as evidence, the sealed DPoP client and its key stay.
+        let profile = try String(contentsOfFile: folder.path + "/vault/profile.json", encoding: .utf8)
+        #expect(profile.contains("127.0.0.1:9"))
+        #expect(try folder.store().list().contains { $0.name == StoredClientConfiguration.dpopKeyEntry })
+        // Either flag decides DPoP itself: the sign-in starts (and here times out after 1 s with nobody at the browser).
+        for flag in ["--dpop", "--no-dpop"] {
+            let decided = try vault(signIn + [flag], folder: folder)
+            #expect(decided.status != 65 && decided.stderr.contains("open this address"), "\(flag): \(decided.stderr)")
+        }
+    }
+
     @Test("an unsealed configuration written by an earlier version is refused until 'vault client --seal' shows and seals it")
     func anUnsealedProfileCopyNeedsAnExplicitSeal() throws {
         let server = try OAuthServer.require()

@@ -175,9 +175,17 @@ extension VaultCommand {
 
         /// The DPoP key the sign-in binds its tokens to, nil for none: the stored client's setting
         /// and key are kept (a new key only when there is none); `--dpop` turns it on, `--no-dpop` off.
+        /// - Throws: why the stored client cannot be read (a forged profile copy, 65), unless a flag
+        ///   decides: taking it for "no DPoP" would delete the sealed key and the forged copy.
         private func dpop(_ context: CommandContext) async throws -> SecureBytes? {
             if noDPoP { return nil }
-            let storedDPoP = (try? await context.storedClientResult(options).get())??.dpop == true
+            let storedDPoP: Bool
+            switch await context.storedClientResult(options) {
+            case .success(let stored): storedDPoP = stored?.dpop == true
+            case .failure(let error):
+                guard client.dpop else { throw error }
+                storedDPoP = false
+            }
             guard client.dpop || storedDPoP else { return nil }
             if storedDPoP, let existing = try? await context.dpopKey(options) { return existing }
             return try P256SigningKey().rawRepresentation

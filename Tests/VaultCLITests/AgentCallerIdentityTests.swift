@@ -264,6 +264,30 @@ import TestScheduling
         #expect(try world.run(world.vault, ["agent"], timeout: 30).status == 77, "a group-writable file")
     }
 
+    /// Review F7: a sticky folder stops others replacing the file, not creating it; one of theirs
+    /// there would stop the agent (or, once it runs, refuse every entry request) in words about the
+    /// file's owner. The rules file's own folder must be writable by nobody else, sticky or not.
+    @Test(.enabled(if: AgentCallerIdentityTests.canSwitchUser))
+    func aRulesFileInAStickyFolderOthersCanWriteToIsRefused() throws {
+        let world = try World(rules: Self.backupRules)
+        let folder = world.sandbox.root + "/config/vault"
+        chmod(folder, 0o1777)
+        let sticky = try world.run(world.vault, ["agent"], timeout: 30)
+        #expect(sticky.status == 77, "\(sticky.stderrText)")
+        #expect(sticky.stderrText.contains("group or others can create files in its folder (mode 1777)"), "\(sticky.stderrText)")
+        #expect(sticky.stderrText.contains(folder) && sticky.stderrText.contains("chmod go-w"), "names the folder and the fix: \(sticky.stderrText)")
+        chmod(folder, 0o1770)
+        #expect(try world.run(world.vault, ["agent"], timeout: 30).status == 77, "group-writable and sticky")
+        // Another user's file planted there: the message is still about the folder, the cause.
+        chmod(folder, 0o1777)
+        try FileManager.default.removeItem(atPath: world.rulesFile)
+        FileManager.default.createFile(atPath: world.rulesFile, contents: Data(#"{ "rules": [] }"#.utf8), attributes: [.posixPermissions: 0o644])
+        lchown(world.rulesFile, 65533, 65533)
+        let planted = try world.run(world.vault, ["agent"], timeout: 30)
+        #expect(planted.status == 77, "\(planted.stderrText)")
+        #expect(planted.stderrText.contains("create files in its folder"), "\(planted.stderrText)")
+    }
+
     @Test(.enabled(if: AgentCallerIdentityTests.canSwitchUser))
     func aRulesFileThatDisappearsRefusesEveryEntryRequestUntilItIsBack() throws {
         let world = try World(rules: Self.backupRules)

@@ -10,7 +10,8 @@ import TestScheduling
 @testable import VaultCLI
 
 /// `AgentCaller.identify` on a real connection: a live peer is identified; a peer that exited
-/// before it was identified is not (its pidfd says so), whatever its PID names by then.
+/// before it was identified is not (its pidfd says so), whatever its PID names by then. And what
+/// `SO_PEERPIDFD`'s answers mean: only "no such option" falls back to the start time.
 @Suite(.blockingWork, .serialized) struct AgentPeerTests {
     /// A listening socket in a fresh folder; `body` gets its path and descriptor.
     static func withListener(_ body: (String, Int32) throws -> Void) throws {
@@ -47,6 +48,20 @@ import TestScheduling
         let client = accept(listener, nil, nil)
         guard client >= 0, let peer = AgentSocketPath.peerCredentials(client)?.pid else { throw CLITestFailure("accept: \(errno)") }
         return (client, peer)
+    }
+
+    /// Review F1: 6.5 to 6.14 answer `EINVAL` for a peer that exited and was reaped; taking it for
+    /// "no such option" read `/proc` of whatever process had the PID by then. Only `ENOPROTOOPT`
+    /// means a kernel without `SO_PEERPIDFD` (this machine's kernel cannot show the others).
+    @Test(arguments: [EINVAL, ESRCH, ENOENT, ENODATA, EMFILE, ENFILE, EFAULT, EPERM])
+    func everyFailureButNoSuchOptionLeavesThePeerUnidentified(error: Int32) {
+        #expect(AgentPeer.PIDFDAnswer(returned: -1, descriptor: -1, error: error) == .gone)
+    }
+
+    @Test func onlyNoSuchOptionFallsBackToTheStartTime() {
+        #expect(AgentPeer.PIDFDAnswer(returned: -1, descriptor: -1, error: ENOPROTOOPT) == .unsupported)
+        #expect(AgentPeer.PIDFDAnswer(returned: 0, descriptor: 7, error: 0) == .pidfd(7))
+        #expect(AgentPeer.PIDFDAnswer(returned: 0, descriptor: -1, error: 0) == .gone, "success without a descriptor holds nothing")
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))

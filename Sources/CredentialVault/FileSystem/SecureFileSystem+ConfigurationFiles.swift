@@ -11,8 +11,9 @@ extension SecureFileSystem {
     /// Reads a configuration file after checking it and every folder above it.
     ///
     /// The folders are walked from "/" with `O_NOFOLLOW` as `openTrustedDirectory` does (each owned
-    /// by root or the effective user, not writable by group or others unless sticky; the file's own
-    /// folder must not be a symlink); the file is opened in its folder with
+    /// by root or the effective user, not writable by group or others unless sticky); the file's own
+    /// folder must not be a symlink and not be writable by group or others even when sticky (they
+    /// could create the file there); the file is opened in its folder with
     /// `O_NOFOLLOW|O_NONBLOCK` (a symlink is refused, a FIFO cannot hang the read) and checked with
     /// `fstat`: a regular file, owned by the effective user or root, not writable by group or others.
     /// - Returns: the contents, or nil when the file (or its folder) does not exist.
@@ -27,6 +28,7 @@ extension SecureFileSystem {
             if error.code == .notFound { return nil }
             throw unsafeFolder(error)
         }
+        try requireUnsharedFolder(folder.raw, path: parts.directory)
         let descriptor: OwnedDescriptor
         do {
             descriptor = OwnedDescriptor(try Syscall.openFile(parts.name, in: folder.raw, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
@@ -59,6 +61,23 @@ extension SecureFileSystem {
             return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
         } catch {
             throw error.vaultError("reading the file", path: path)
+        }
+    }
+
+    /// The file's own folder: writable by nobody but its owner, sticky or not. In a sticky folder
+    /// others cannot replace the file, but can create it first (or again, once it is gone), and a
+    /// file of theirs stops the agent or refuses every entry request.
+    private static func requireUnsharedFolder(_ descriptor: Int32, path: String) throws {
+        let status: stat
+        do {
+            status = try Syscall.status(of: descriptor)
+        } catch {
+            throw error.vaultError("checking the folder", path: path)
+        }
+        guard status.st_mode & PrivacyCheck.groupOrOtherWrite == 0 else {
+            throw VaultError(.insecurePermissions, "refusing the file because group or others can create files in its folder "
+                             + "(mode \(VaultError.octal(status.st_mode & 0o7777)))",
+                             path: path, fix: "run 'chmod go-w \(VaultError.shellQuoted(path))', or keep the file in a folder only you can write to")
         }
     }
 

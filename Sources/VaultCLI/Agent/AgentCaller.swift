@@ -10,7 +10,8 @@
 /// parent. Against PID reuse: every ancestor must have started no later than its child and still
 /// have the same start time once its executable was read (else the chain ends there), and the
 /// caller must still be the process that connected once everything was read — its pidfd shows it
-/// alive (`AgentPeer`), or without one, its start time is unchanged. A caller that fails this is
+/// alive (`AgentPeer`), or on a kernel without `SO_PEERPIDFD`, its start time is unchanged. A caller
+/// the kernel could give no pidfd for, or that fails this, is
 /// `identified == false`: no rule is asked about it and, where rules exist, it is refused.
 struct AgentCaller: Sendable {
     let pid: Int32

@@ -10,18 +10,45 @@ import Darwin
 /// A PID is only a number: once the peer exits, the number can name another process. A pidfd names
 /// the process itself, and becomes readable (`poll`) when it exits. So `/proc/PID` read while the
 /// pidfd shows the process alive *after* the reads was that process's: a PID cannot be reused
-/// before its process has exited. Where there is no pidfd, the start time read before and after
-/// stands in (`AgentCaller.identify`).
+/// before its process has exited. Only on a kernel without the option does the start time read
+/// before and after stand in (`AgentCaller.identify`); it cannot tell a PID reused between `connect`
+/// and `accept` (docs/SECURITY.md). Any other failure to get a pidfd leaves the peer unidentified.
 final class AgentPeer: Sendable {
     /// The peer's PID in the agent's PID namespace (`SO_PEERCRED`); 0 when it has none there.
     let pid: Int32
     /// The peer's pidfd; -1 without one.
     private let pidfd: Int32
-    /// The kernel knows SO_PEERPIDFD but the peer was gone when it was asked.
+    /// The kernel has `SO_PEERPIDFD` but gave no pidfd: the peer is gone (or cannot be held), so
+    /// nothing read of its PID can be tied to it.
     let goneAtAccept: Bool
 
     /// `SO_PEERPIDFD` (asm-generic/socket.h); Swift's Glibc module does not export it.
     private static let peerPIDFDOption: Int32 = 77
+
+    /// What `getsockopt(SO_PEERPIDFD)` answered, as the agent acts on it.
+    enum PIDFDAnswer: Equatable {
+        /// A pidfd of the peer.
+        case pidfd(Int32)
+        /// A kernel without the option (before 6.5): the start time stands in (`AgentCaller.identify`).
+        case unsupported
+        /// The kernel has the option and gave no pidfd: the peer is not identified.
+        case gone
+
+        /// The decision for one call's result, descriptor and `errno`.
+        ///
+        /// Only `ENOPROTOOPT` means a kernel without the option. Every other failure means the
+        /// kernel knows the option and could not hand out a pidfd: 6.5 to 6.14 answer `EINVAL` for a
+        /// peer that exited and was reaped, 6.15 `ESRCH`, a socket without a peer `ENODATA`, a full
+        /// descriptor table `EMFILE`. Taking any of those for "no such option" would read `/proc` of
+        /// whatever process has the PID now.
+        init(returned: Int32, descriptor: Int32, error: Int32) {
+            if returned == 0 {
+                self = descriptor >= 0 ? .pidfd(descriptor) : .gone
+            } else {
+                self = error == ENOPROTOOPT ? .unsupported : .gone
+            }
+        }
+    }
 
     /// Takes the peer of `socket`: its PID and, where the kernel has `SO_PEERPIDFD`, a pidfd.
     init(socket: Int32, pid: Int32) {
@@ -29,15 +56,17 @@ final class AgentPeer: Sendable {
         var descriptor: Int32 = -1
         var length = socklen_t(MemoryLayout<Int32>.size)
         let asked = getsockopt(socket, SOL_SOCKET, Self.peerPIDFDOption, &descriptor, &length)
-        let code = errno
-        if asked == 0, descriptor >= 0 {
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            pidfd = descriptor
+        switch PIDFDAnswer(returned: asked, descriptor: descriptor, error: errno) {
+        case .pidfd(let held):
+            _ = fcntl(held, F_SETFD, FD_CLOEXEC)
+            pidfd = held
             goneAtAccept = false
-        } else {
+        case .unsupported:
             pidfd = -1
-            // ENOPROTOOPT (or EINVAL): a kernel without the option; anything else (ESRCH): no such process any more.
-            goneAtAccept = asked != 0 && code != ENOPROTOOPT && code != EINVAL
+            goneAtAccept = false
+        case .gone:
+            pidfd = -1
+            goneAtAccept = true
         }
     }
 

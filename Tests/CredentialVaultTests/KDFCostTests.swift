@@ -7,7 +7,7 @@ import VaultCrypto
 /// A header whose scrypt cost was raised above what this build writes is "suspicious parameters",
 /// refused before scrypt runs, not a slow "wrong key"; this machine's rollback record (unauthenticated
 /// before the key is derived) neither raises nor lowers that ceiling.
-@Suite struct KDFCostTests {
+@Suite(.blockingWork) struct KDFCostTests {
     static func fixChecksum(_ bytes: inout [UInt8]) throws {
         let layout = try #require(HeaderLayout.forMajor(bytes[8]))
         let checksum = try SHA256.hash(Array(bytes[0..<layout.checksummedEnd]))

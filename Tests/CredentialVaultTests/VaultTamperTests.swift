@@ -7,7 +7,7 @@ import VaultCrypto
 /// Hostile edits of a vault file: every one is refused with its own error, nothing is
 /// returned, and the file on disk is left as it was. Each test runs against format v2 (a
 /// vault written now) and format v1 (the committed golden files, which this build only reads).
-@Suite struct VaultTamperTests {
+@Suite(.blockingWork) struct VaultTamperTests {
     /// A small vault and the bytes of its file.
     struct Sample {
         let temp: TemporaryDirectory

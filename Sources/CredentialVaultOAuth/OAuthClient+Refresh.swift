@@ -14,8 +14,18 @@ extension OAuthClient {
 
     /// A refresh-token grant for an access token meant for `resource` (RFC 8707 §2.2): the
     /// session's own tokens are not replaced by it (`SessionManager.validCredentials(forAudience:)`).
+    ///
+    /// The refresh as a whole, discovery and the JWKS fetch included, ends within the
+    /// configuration's `refreshDeadline`, the time the session's waiters allow it
+    /// (`refreshBudget`): a request still running then is cut short, as a transient failure.
     /// - Throws: as `refresh(_:)`.
     public func refresh(_ refreshToken: SecureBytes, resource: String?) async throws -> Credentials {
+        try await withinDeadline(configuration.refreshDeadline) {
+            try await refreshWithinDeadline(refreshToken, resource: resource)
+        }
+    }
+
+    private func refreshWithinDeadline(_ refreshToken: SecureBytes, resource: String?) async throws -> Credentials {
         let url = try await endpoint(\.token, "token endpoint")
         var form = FormBody()
         form.append("grant_type", "refresh_token")

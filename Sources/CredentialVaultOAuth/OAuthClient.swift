@@ -147,18 +147,42 @@ public final class OAuthClient: Sendable {
         }
     }
 
+    /// The instant by which every exchange of the operation in progress must end (a refresh's
+    /// `refreshDeadline`), nil for none: each attempt's deadline is cut to it, and no retry
+    /// waits past it.
+    @TaskLocal static var overallDeadline: ContinuousClock.Instant?
+
+    /// Runs `body` with every exchange it makes ending within `duration` from now (or by an
+    /// earlier overall deadline already set).
+    func withinDeadline<Value>(_ duration: Duration, _ body: () async throws -> Value) async throws -> Value {
+        let deadline = ContinuousClock.now + duration
+        return try await Self.$overallDeadline.withValue(Self.overallDeadline.map { min($0, deadline) } ?? deadline) {
+            try await body()
+        }
+    }
+
     /// One request with bounded retries. 2xx comes back; everything else is thrown classified.
+    /// Within an overall deadline (`withinDeadline`) the attempts are cut to it.
     func exchange(_ url: URL, name: String, method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer?,
                   retry: Retry, perAttempt: (@Sendable () throws -> HTTPHeaders)? = nil) async throws -> HTTPExchange {
         let endpoint = "\(name) \(Self.display(url))"
+        let deadline = Self.overallDeadline
         var attempt = 0
         while true {
             attempt += 1
+            var timeout = configuration.requestTimeout
+            if let deadline {
+                let remaining = deadline - .now
+                guard remaining > .zero else {
+                    throw OAuthError(.transient, endpoint: endpoint, detail: "the time allowed for the whole operation ran out before this request")
+                }
+                timeout = min(timeout, remaining)
+            }
             let failure: OAuthError
             let mayRetry: Bool
             do {
                 let response = try await transport.send(url, method: method, headers: headers, body: body,
-                                                        timeout: configuration.requestTimeout, lastMoment: perAttempt)
+                                                        timeout: timeout, lastMoment: perAttempt)
                 if name == "token endpoint", let nonce = response.headers.first(name: "DPoP-Nonce"), !nonce.isEmpty,
                    nonce.utf8.count <= 1024, nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     dpopNonce.withLock { $0 = nonce }
@@ -177,7 +201,9 @@ public final class OAuthClient: Sendable {
             }
             guard mayRetry, retry != .never, attempt < configuration.retry.maximumAttempts,
                   failure.retryAfter.map({ $0 <= configuration.retry.maximumRetryAfter }) ?? true else { throw failure }
-            try await Task.sleep(for: configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter))
+            let delay = configuration.retry.delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
+            if let deadline, ContinuousClock.now + delay >= deadline { throw failure }
+            try await Task.sleep(for: delay)
         }
     }
 

@@ -31,13 +31,20 @@ public struct OAuthConfiguration: Sendable {
     /// Allow plain `http` to non-loopback hosts. Only for tests of this package; off by default.
     package var allowInsecureHTTP = false
 
-    /// The longest one refresh through this configuration can take: every attempt to its deadline,
-    /// the longest wait between attempts (`Retry-After` at its cap, else the backoff cap), and 5 s
-    /// of margin. The one place the session's waiters derive their lock wait from (defaults:
-    /// 3 × 10 s + 2 × 30 s + 5 s = 95 s).
-    public var refreshBudget: Duration {
+    /// The time one refresh's requests may take in all: discovery, the token request and the JWKS
+    /// fetch for its ID token together end by then (`OAuthClient.refresh` stops the one in
+    /// progress). As long as one request's every attempt to its deadline and the longest waits
+    /// between them (`Retry-After` at its cap, else the backoff cap): 3 × 10 s + 2 × 30 s = 90 s.
+    public var refreshDeadline: Duration {
         let attempts = max(1, retry.maximumAttempts)
-        return requestTimeout * attempts + max(retry.maximumDelay, retry.maximumRetryAfter) * (attempts - 1) + .seconds(5)
+        return requestTimeout * attempts + max(retry.maximumDelay, retry.maximumRetryAfter) * (attempts - 1)
+    }
+
+    /// The longest one refresh through this configuration can take: its requests
+    /// (`refreshDeadline`) and 5 s of margin for saving what it got. The one place the session's
+    /// waiters derive their lock wait from (defaults: 90 s + 5 s = 95 s).
+    public var refreshBudget: Duration {
+        refreshDeadline + .seconds(5)
     }
 
     /// Creates a configuration.

@@ -92,6 +92,15 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case busy
         /// The vault holds a signed-in session but `profile.json` is missing.
         case profileMissing
+        /// The stored OAuth client configuration cannot be used as it is: store it again.
+        case storedClientUnusable
+        /// profile.json holds an OAuth client configuration the vault does not seal (`differs`: one
+        /// that differs from the sealed one).
+        case storedClientProfileCopy(differs: Bool)
+        /// The stored client's CA bundle changed (`changed`) or has no fingerprint: store the client with its bundle again.
+        case storedClientCABundle(changed: Bool)
+        /// An entry that belongs to the session (`ReservedEntryNames`), refused for this use.
+        case reservedEntry(ReservedEntryNames.Use)
     }
 
     /// Creates an error. Never put secret bytes in any field.

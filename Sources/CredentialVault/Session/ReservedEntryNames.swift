@@ -45,13 +45,14 @@ public enum ReservedEntryNames {
         switch use {
         case .store:
             throw VaultError(.invalidInput, "\(what); such an entry is written only by the session, never stored by hand",
-                             fix: "choose another name; 'vault client' stores the OAuth client, 'vault signin' the tokens")
+                             fix: "choose another name; the session stores its OAuth client and tokens itself", topic: .reservedEntry(use))
         case .read:
             throw VaultError(.invalidInput, "\(what); its secret is never handed out",
-                             fix: "'vault token' prints a valid access token; 'vault inspect' shows an entry without its secret")
+                             fix: "ask the session for a valid access token instead; an entry's metadata can be shown without its secret",
+                             topic: .reservedEntry(use))
         case .remove:
             throw VaultError(.invalidInput, "\(what); it is removed only by the session",
-                             fix: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client")
+                             fix: "sign out to end the session, or forget the OAuth client configuration", topic: .reservedEntry(use))
         }
     }
 }

@@ -77,11 +77,11 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         let grant = members["grant"]?.stringValue ?? ClientGrant.refreshToken.rawValue
         guard let authMethod = ClientAuthMethod(rawValue: method) else {
             throw VaultError(.invalidInput, "the stored client authentication '\(TerminalText.escaped(method))' is unknown",
-                             fix: "store the client again with 'vault client'")
+                             fix: "store the OAuth client configuration again", topic: .storedClientUnusable)
         }
         guard let clientGrant = ClientGrant(rawValue: grant) else {
             throw VaultError(.invalidInput, "the stored client grant '\(TerminalText.escaped(grant))' is unknown",
-                             fix: "store the client again with 'vault client'")
+                             fix: "store the OAuth client configuration again", topic: .storedClientUnusable)
         }
         self.init(issuer: members["issuer"]?.stringValue, clientID: clientID, authMethod: authMethod, grant: clientGrant,
                   scopes: members["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? [],
@@ -118,11 +118,12 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         case (nil, _?):
             throw VaultError(.tampered, "profile.json holds an OAuth client configuration that the vault does not seal (written by an "
                              + "earlier version, or by someone who can write the profile); it decides where tokens are sent, so it is not used",
-                             fix: "check the issuer and endpoints it names ('vault client --seal' shows them), then seal it with "
-                                + "'vault client --seal', or store the client again with 'vault client'")
+                             fix: "check the issuer and endpoints it names, then seal it in the vault, or store the client configuration again",
+                             topic: .storedClientProfileCopy(differs: false))
         case let (sealed?, copy?) where copy != sealed:
             throw VaultError(.tampered, "the OAuth client configuration in profile.json differs from the one sealed in the vault; "
-                             + "nothing was sent", fix: "store the client again with 'vault client', or remove the profile's \"oauthClient\"")
+                             + "nothing was sent", fix: "store the client configuration again, or remove the profile's \"oauthClient\"",
+                             topic: .storedClientProfileCopy(differs: true))
         case let (sealed?, _):
             return sealed
         }
@@ -148,12 +149,13 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         guard let caBundle else { return nil }
         guard let expected = caBundleSHA256 else {
             throw VaultError(.tampered, "the stored CA bundle has no recorded fingerprint", path: caBundle,
-                             fix: "store the client again with 'vault client --ca-bundle'")
+                             fix: "store the client configuration again with its CA bundle", topic: .storedClientCABundle(changed: false))
         }
         let bytes = try Self.readBundle(caBundle)
         guard try Self.fingerprint(of: bytes) == expected else {
             throw VaultError(.tampered, "the CA bundle changed since the OAuth client was stored; it decides which servers are trusted",
-                             path: caBundle, fix: "if the change is yours, store the client again with 'vault client --ca-bundle'")
+                             path: caBundle, fix: "if the change is yours, store the client configuration again with its CA bundle",
+                             topic: .storedClientCABundle(changed: true))
         }
         return bytes
     }

@@ -25,6 +25,15 @@ enum CommandHints {
         case .rollback?: "put the newest copy back; if you restored this backup on purpose, run the command again with --accept-rollback"
         case .busy?: error.path.map { "wait and try again, or find the process holding it: fuser -v \(VaultError.shellQuoted($0))" }
             ?? "wait and try again"
+        case .storedClientUnusable?: "store the client again with 'vault client'"
+        case .storedClientProfileCopy(differs: false)?: "check the issuer and endpoints it names ('vault client --seal' shows them), "
+            + "then seal it with 'vault client --seal', or store the client again with 'vault client'"
+        case .storedClientProfileCopy(differs: true)?: "store the client again with 'vault client', or remove the profile's \"oauthClient\""
+        case .storedClientCABundle(changed: false)?: "store the client again with 'vault client --ca-bundle'"
+        case .storedClientCABundle(changed: true)?: "if the change is yours, store the client again with 'vault client --ca-bundle'"
+        case .reservedEntry(.store)?: "choose another name; 'vault client' stores the OAuth client, 'vault signin' the tokens"
+        case .reservedEntry(.read)?: "'vault token' prints a valid access token; 'vault inspect' shows an entry without its secret"
+        case .reservedEntry(.remove)?: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client"
         case nil: error.fix
         }
     }

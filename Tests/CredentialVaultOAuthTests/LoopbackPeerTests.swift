@@ -4,6 +4,7 @@ import Glibc
 @testable import CredentialVaultOAuth
 import Foundation
 import Testing
+import TestScheduling
 
 /// `LoopbackPeer` finds the uid of a loopback connection's other end through the kernel's
 /// socket-diagnostics netlink API (and the socket tables where it cannot be used), for an IPv4
@@ -116,6 +117,35 @@ struct LoopbackPeerTests {
             String(format: "%02X%02X%02X%02X:%04X", end.address.3, end.address.2, end.address.1, end.address.0, end.port)
         }
         #expect(LoopbackPeer.ownerUIDFromTables(local: text(peer), remote: text(local)) == nil)
+    }
+
+    /// Connects to 127.0.0.1:`port` as uid 65534 and holds the connection until its standard input closes.
+    static let holdConnection = """
+        import socket, sys
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        print("connected", flush=True)
+        sys.stdin.read()
+        """
+
+    @Test("another uid's live connection is that uid's, so a root listener refuses it", .blockingWork, .enabled(if: geteuid() == 0
+          && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func anotherUsersConnection() throws {
+        let (server, port) = try Self.listener()
+        defer { close(server) }
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        client.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", Self.holdConnection, "\(port)"]
+        let input = Pipe(), output = Pipe()
+        client.standardInput = input
+        client.standardOutput = output
+        try client.run()
+        defer { try? input.fileHandleForWriting.close(); client.waitUntilExit() }
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        try #require(line.hasPrefix("connected"), "\(line)")
+        let accepted = accept(server, nil, nil)
+        defer { close(accepted) }
+        #expect(LoopbackPeer.ownerUID(of: accepted) == 65534)
+        #expect(!LoopbackRedirectListener.peerIsThisUser(accepted))
     }
 
     @Test("the kernel's answer is read: an inet_diag_msg for the pair asked for, ENOENT, another request's or another pair's answer")

@@ -20,6 +20,9 @@ public struct RevocationReport: Sendable, CustomStringConvertible {
     /// How many tokens whose revocation failed were kept sealed in the vault for a later try
     /// (0 when none failed, or when they could not be kept).
     public internal(set) var keptForLater = 0
+    /// True when tokens whose revocation failed could not be kept for a later try (the vault
+    /// busy, the disk full): they may stay alive at the server until they expire.
+    public internal(set) var couldNotKeep = false
     /// The tokens kept from earlier sign-outs that this call tried again, when there were any.
     public internal(set) var earlier: EarlierRevocations?
 

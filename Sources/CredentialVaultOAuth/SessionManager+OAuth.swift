@@ -11,18 +11,39 @@ extension SessionManager {
     /// budget (`OAuthConfiguration.refreshBudget`), never less than the session's `lockTimeout`:
     /// so waiters outlast a slow refresh instead of failing with `busy` first. After a refresh
     /// that reached the server, tokens whose revocation failed earlier are tried again.
+    /// A refreshed ID token that cannot be checked now (the JWKS out of reach) is dropped with a
+    /// warning in the log; the new tokens are saved and the session keeps its verified identity.
     /// - Throws: as `validCredentials(minTTL:refresher:)`; `OAuthError` for transient and
     ///   configuration failures (the session is kept).
     public func validCredentials(minTTL: Duration = .zero, client: OAuthClient) async throws -> Credentials {
+        try await validCredentials(minTTL: minTTL, client: client, retryingRevocations: true, warning: nil)
+    }
+
+    /// `validCredentials(minTTL:client:)`, telling `warning` (instead of the log) that a refreshed
+    /// ID token was dropped unchecked. Without `retryingRevocations` no pending revocation is tried
+    /// afterwards: a command that exits once it has its token leaves no background task half-done.
+    package func validCredentials(minTTL: Duration, client: OAuthClient, retryingRevocations: Bool,
+                                  warning: (@Sendable (String) -> Void)?) async throws -> Credentials {
         let reached = ServerContact()
+        let refresher = client.refresher(uncheckedIDToken: uncheckedIDTokenWarning(warning))
         let credentials = try await validCredentials(minTTL: minTTL, refreshLockWait: client.configuration.refreshBudget) { refreshToken in
-            let fresh = try await client.refresher(refreshToken)
+            let fresh = try await refresher(refreshToken)
             reached.mark()
             return fresh
         }
         // Tried in the background: a slow revocation endpoint never delays the token the caller waits for.
-        if reached.happened { Task { await self.retryPendingRevocations(client: client) } }
+        if retryingRevocations, reached.happened { Task { await self.retryPendingRevocations(client: client) } }
         return credentials
+    }
+
+    /// Where the word of a refreshed ID token dropped unchecked goes: `warning`, else the log.
+    private func uncheckedIDTokenWarning(_ warning: (@Sendable (String) -> Void)?) -> @Sendable (OAuthError) -> Void {
+        let logger = logger
+        return { why in
+            let text = "the refreshed ID token could not be checked (\(why)); the new tokens were saved without it, "
+                + "and the session keeps the identity it had"
+            if let warning { warning(text) } else { logger.warning("\(text)") }
+        }
     }
 
     /// The one call at launch (and before a request): valid credentials, refreshed silently
@@ -69,9 +90,16 @@ extension SessionManager {
                                    refresher: client.audienceRefresher)
     }
 
-    /// Refreshes now through `client`, even when the access token is still valid.
+    /// Refreshes now through `client`, even when the access token is still valid. A refreshed ID
+    /// token that cannot be checked now is dropped with a warning in the log, as in `validCredentials(minTTL:client:)`.
     public func refreshNow(client: OAuthClient) async throws -> Credentials {
-        try await refreshNow(refreshLockWait: client.configuration.refreshBudget, refresher: client.refresher)
+        try await refreshNow(client: client, warning: nil)
+    }
+
+    /// `refreshNow(client:)`, telling `warning` (instead of the log) that a refreshed ID token was dropped unchecked.
+    package func refreshNow(client: OAuthClient, warning: (@Sendable (String) -> Void)?) async throws -> Credentials {
+        try await refreshNow(refreshLockWait: client.configuration.refreshBudget,
+                             refresher: client.refresher(uncheckedIDToken: uncheckedIDTokenWarning(warning)))
     }
 
     /// Signs out locally first (never blocked by the network), then revokes the tokens at the
@@ -101,7 +129,7 @@ extension SessionManager {
 
     /// Ends the sessions of a vault whose profile is missing (`SessionUnavailable.Reason.profileMissing`),
     /// revoking each user's tokens through `client` first; tokens whose revocation fails are kept
-    /// for a later try, as at sign-out.
+    /// for a later try, and those kept earlier are tried again, as at sign-out.
     /// - Returns: what the server did, per user id whose session ended (empty when the profile
     ///   exists or the vault holds no session).
     /// - Throws: the store's errors (nothing is removed then).
@@ -109,19 +137,17 @@ extension SessionManager {
         try await recoverFromMissingProfile(revokingWith: client, ending: { _ in })
     }
 
-    /// `recoverFromMissingProfile(revokingWith:)`, telling `ending` each user id before its tokens are revoked.
-    package func recoverFromMissingProfile(revokingWith client: OAuthClient,
-                                           ending: @Sendable (String) -> Void) async throws -> [String: RevocationReport] {
+    /// `recoverFromMissingProfile(revokingWith:)`, telling `ending` each user id before its tokens
+    /// are revoked and `ended` what the server did with them, user after user.
+    package func recoverFromMissingProfile(revokingWith client: OAuthClient, ending: @Sendable (String) -> Void,
+                                           ended: @Sendable (String, RevocationReport) -> Void = { _, _ in })
+        async throws -> [String: RevocationReport] {
         var reports: [String: RevocationReport] = [:]
-        var failed: [(String, Credentials, RevocationReport)] = []
         _ = try await recoverFromMissingProfile { userID, credentials in
             ending(userID)
-            let report = await client.revokeAll(credentials)
+            let report = await revokeRemoved(credentials, client: client)
             reports[userID] = report
-            if case .failed = report.outcome { failed.append((userID, credentials, report)) }
-        }
-        for (userID, credentials, report) in failed {
-            reports[userID] = await keepFailedRevocations(of: credentials, report: report, client: client)
+            ended(userID, report)
         }
         return reports
     }
@@ -152,18 +178,13 @@ extension SessionManager {
         return report
     }
 
-    /// Revokes what a sign-out removed; keeps what failed; then tries the pending ones.
+    /// Revokes what a sign-out removed, then tries the pending ones (whether or not the first
+    /// revocation failed: a server that refused one token may take the others), then keeps what
+    /// failed now (after the retry, so that it is not tried twice in one call).
     private func revokeRemoved(_ removed: Credentials?, client: OAuthClient) async -> RevocationReport {
-        guard let removed else {
-            var report = RevocationReport(outcome: .nothingToRevoke, revoked: [])
-            report.earlier = await retryPendingRevocations(client: client).earlier
-            return report
-        }
-        var report = await client.revokeAll(removed)
-        guard case .failed = report.outcome else {
-            report.earlier = await retryPendingRevocations(client: client).earlier
-            return report
-        }
+        var report = if let removed { await client.revokeAll(removed) } else { RevocationReport(outcome: .nothingToRevoke, revoked: []) }
+        report.earlier = await retryPendingRevocations(client: client).earlier
+        guard let removed, case .failed = report.outcome else { return report }
         return await keepFailedRevocations(of: removed, report: report, client: client)
     }
 
@@ -175,6 +196,7 @@ extension SessionManager {
             report.keptForLater = try await keepUnrevoked(credentials, revoked: report.revoked, server: client.revocationServer,
                                                           clientID: client.configuration.clientID)
         } catch {
+            report.couldNotKeep = true
             logger.warning("could not keep the tokens whose revocation failed", metadata: ["error": "\(type(of: error))"])
         }
         return report
@@ -228,9 +250,9 @@ private final class ServerContact: Sendable {
 }
 
 extension OAuthClient {
-    /// Where this client's tokens are revoked, as a pending revocation names it: the issuer, else the revocation endpoint.
+    /// Where this client's tokens are revoked, as a pending revocation names it (`PendingRevocation.server(issuer:revocationEndpoint:)`).
     var revocationServer: String {
-        configuration.issuer?.absoluteString ?? configuration.endpoints.revocation?.absoluteString ?? ""
+        PendingRevocation.server(issuer: configuration.issuer, revocationEndpoint: configuration.endpoints.revocation)
     }
 
     /// Whether `pending` was issued by this client's server to this client.

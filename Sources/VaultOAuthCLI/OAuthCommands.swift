@@ -87,16 +87,17 @@ struct CommandClient: CommandOAuthClient {
         return (report.anonymousID, Self.shown(report.revocation))
     }
 
-    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void) async throws -> [String: CommandRevocation] {
-        try await session.recoverFromMissingProfile(revokingWith: client, ending: ending).mapValues(Self.shown)
+    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void,
+                                   ended: @Sendable (String, CommandRevocation) -> Void) async throws -> [String] {
+        Array(try await session.recoverFromMissingProfile(revokingWith: client, ending: ending) { ended($0, Self.shown($1)) }.keys)
     }
 
-    func refreshNow(_ session: SessionManager) async throws -> Credentials {
-        try await session.refreshNow(client: client)
+    func refreshNow(_ session: SessionManager, warning: @escaping @Sendable (String) -> Void) async throws -> Credentials {
+        try await session.refreshNow(client: client, warning: warning)
     }
 
-    func validCredentials(_ session: SessionManager, minTTL: Duration) async throws -> Credentials {
-        try await session.validCredentials(minTTL: minTTL, client: client)
+    func validCredentials(_ session: SessionManager, minTTL: Duration, warning: @escaping @Sendable (String) -> Void) async throws -> Credentials {
+        try await session.validCredentials(minTTL: minTTL, client: client, retryingRevocations: false, warning: warning)
     }
 
     func validCredentials(_ session: SessionManager, forAudience audience: String, minTTL: Duration) async throws -> Credentials {
@@ -114,6 +115,7 @@ struct CommandClient: CommandOAuthClient {
     private static func shown(_ report: RevocationReport) -> CommandRevocation {
         let hadTokens = if case .nothingToRevoke = report.outcome { false } else { true }
         return CommandRevocation(succeeded: report.succeeded, summary: report.description, hadTokens: hadTokens,
-                                 keptForLater: report.keptForLater, earlier: report.earlier.map { ($0.revoked, $0.tried) })
+                                 keptForLater: report.keptForLater, couldNotKeep: report.couldNotKeep,
+                                 earlier: report.earlier.map { ($0.revoked, $0.tried) })
     }
 }

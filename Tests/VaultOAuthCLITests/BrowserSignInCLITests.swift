@@ -121,18 +121,26 @@ struct BrowserSignInCLITests {
         }
     }
 
-    @Test("a sign-in keeps the stored client's DPoP setting and key; --no-dpop turns it off and removes the key")
-    func signInKeepsDPoP() async throws {
+    /// `folder` initialised with the browser client stored with `--dpop`.
+    func dpopClientStored(_ folder: SessionFolder) throws {
         let server = try OAuthServer.require()
-        let folder = try SessionFolder()
-        defer { folder.cleanUp() }
         _ = try vault(["init"], folder: folder)
         let client = try vault(["client", "--issuer", try server.issuer.absoluteString, "--client-id", try server.string("browser_client_id"),
                                 "--dpop"], folder: folder)
         #expect(client.status == 0, "\(client.stderr)")
-        let dpopKey = { () throws -> SecureBytes? in
-            try? folder.store().snapshot { try $0.secret(named: StoredClientConfiguration.dpopKeyEntry, owner: "") }
-        }
+    }
+
+    /// The sealed DPoP key of `folder`'s vault, nil when there is none.
+    func dpopKey(_ folder: SessionFolder) throws -> SecureBytes? {
+        try? folder.store().snapshot { try $0.secret(named: StoredClientConfiguration.dpopKeyEntry, owner: "") }
+    }
+
+    @Test("a sign-in keeps the stored client's DPoP setting and key; --no-dpop turns it off and removes the key")
+    func signInKeepsDPoP() async throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        try dpopClientStored(folder)
+        let dpopKey = { try self.dpopKey(folder) }
         let storedClient = { try await StoredClientConfiguration.load(from: try folder.store()) }
         let key = try #require(try dpopKey())
         let (run, _) = try signIn(folder, browser: "")
@@ -146,6 +154,27 @@ struct BrowserSignInCLITests {
         #expect(try dpopKey() == nil, "--no-dpop removes the key")
         let both = try vault(["signin", "--browser", "--issuer", "https://a.example", "--client-id", "c", "--dpop", "--no-dpop"], folder: folder)
         #expect(both.status == 64)
+    }
+
+    @Test("a sealed DPoP key that cannot be used stops the sign-in (65) and is never replaced silently; --no-dpop removes it")
+    func anUnusableDPoPKeyStopsTheSignIn() async throws {
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        try dpopClientStored(folder)
+        let broken = SecureBytes(copying: Array(repeating: 0xFF, count: 32))   // above the P-256 order: no key
+        try folder.store().update { transaction in
+            _ = try transaction.put(NewEntry(name: StoredClientConfiguration.dpopKeyEntry, secret: broken, transferable: false), replace: true)
+        }
+        let dpopKey = { try self.dpopKey(folder) }
+        let (run, visits) = try signIn(folder, browser: "")
+        #expect(run.status == 65, "\(run.stderr)")
+        #expect(run.stderr.contains("DPoP key"), "\(run.stderr)")
+        #expect(visits.isEmpty, "nothing was started")
+        #expect(try dpopKey() == broken, "the sealed key is kept as it was")
+        #expect(try await StoredClientConfiguration.load(from: try folder.store())?.dpop == true)
+        let (off, _) = try signIn(folder, browser: "", extra: ["--no-dpop"])
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(try dpopKey() == nil)
     }
 
     @Test("the user presses Cancel: access_denied exits 76, the guest stays guest")

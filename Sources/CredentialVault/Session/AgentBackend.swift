@@ -9,7 +9,8 @@ import VaultCrypto
 ///
 /// Such a session reads its state, refreshes, and ends a session that can no longer be renewed.
 /// What needs the whole vault (sign-in, items, guest mode, profile recovery) reports the vault
-/// locked (`SessionUnavailable`, reason `.locked`), as a vault without its key does.
+/// locked (`SessionUnavailable`, reason `.locked`), as a vault without its key does, before it
+/// changes anything: a refused guest mode leaves the user signed in.
 struct AgentBackend: DeviceSessionBackend {
     /// The vault's directory as the session was given it.
     let directory: String

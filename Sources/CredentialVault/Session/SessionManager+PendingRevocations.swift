@@ -16,6 +16,13 @@ package struct PendingRevocation: Sendable {
     package let clientID: String
     /// When the revocation first failed.
     package let since: Date
+
+    /// The one name of the server a pending revocation belongs to, for the client that keeps it and
+    /// the client that tries it again: the issuer, else the revocation endpoint (as URLs write
+    /// them); "" when there is neither, and such tokens are never kept (nothing could revoke them).
+    package static func server(issuer: URL?, revocationEndpoint: URL?) -> String {
+        (issuer ?? revocationEndpoint)?.absoluteString ?? ""
+    }
 }
 
 /// Pending revocations live in the vault under an owner of their own, never listed as entries or
@@ -36,11 +43,12 @@ extension SessionManager {
     }
 
     /// Keeps tokens whose revocation failed, to try again later. Nothing is kept without a vault
-    /// key (the tokens are then only in the caller's report) or in a fleet session.
+    /// key (the tokens are then only in the caller's report), in a fleet session, or without a
+    /// `server` (`PendingRevocation.server(issuer:revocationEndpoint:)`) to send them back to.
     /// - Returns: whether they were kept.
     @discardableResult
     package func keepForRevocation(_ tokens: [(token: SecureBytes, hint: String)], server: String, clientID: String) async throws -> Bool {
-        guard !tokens.isEmpty, let vault = try await housekeepingVault() else { return false }
+        guard !tokens.isEmpty, !server.isEmpty, let vault = try await housekeepingVault() else { return false }
         let now = configuration.clock()
         var entries: [NewEntry] = []
         for (token, hint) in tokens {

@@ -50,6 +50,9 @@ extension SessionManager {
         let device = try backend.device(for: .guestMode)
         let lock = try await sessionLock()
         defer { lock.release() }
+        // The vault is opened before anything changes: where it cannot be (locked, or held by the
+        // agent) guest mode is refused with the user still signed in, never half done.
+        let vault = try device.vault(create: false)
         var removed: Credentials?
         if try profiles.load()?.user != nil {
             removed = try signOutLocked(newAnonymousID: false, expectedUserID: nil, localData: configuration.localDataOnSignOut)
@@ -60,7 +63,7 @@ extension SessionManager {
             profile.settings = [:]   // reads fall back to the registered defaults
             return (old, profile.anonymousID ?? "")
         }
-        if let vault = try device.vault(create: false) {
+        if let vault {
             try vault.update { transaction in
                 for owner in Set([old, new].compactMap { $0 }) { transaction.removeAll(owner: SessionNamespaces.guest(owner)) }
             }

@@ -93,9 +93,11 @@ package struct StoredClientConfiguration: Equatable, Sendable {
         dpop = members["dpop"] == .bool(true)
     }
 
-    /// The server a pending revocation names (as the library's `OAuthClient` does): the issuer,
-    /// else the revocation endpoint.
-    package var revocationServer: String { issuer ?? revocationEndpoint ?? "" }
+    /// The server a pending revocation names, as the library's `OAuthClient` made from this
+    /// configuration names it (`PendingRevocation.server(issuer:revocationEndpoint:)`).
+    package var revocationServer: String {
+        PendingRevocation.server(issuer: issuer.flatMap { URL(string: $0) }, revocationEndpoint: revocationEndpoint.flatMap { URL(string: $0) })
+    }
 
     /// The copy an earlier version kept in the plain profile, if any (never used as it is).
     package static func profileCopy(directory: String, lockTimeout: Duration) throws -> StoredClientConfiguration? {

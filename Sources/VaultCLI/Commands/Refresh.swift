@@ -30,7 +30,7 @@ extension VaultCommand {
             let manager = try await context.session(options, fleetSession: session, key: .whenVaultExists)
             _ = await manager.restore()
             let credentials = try await OAuthSupport.using(try await context.oauthClient(for: stored, options, server)) { client in
-                try await client.refreshNow(manager)
+                try await client.refreshNow(manager, warning: OAuthSupport.warn)
             }
             ErrorReport.note("Refreshed: \(credentials)")
         }

@@ -176,7 +176,8 @@ extension VaultCommand {
         /// The DPoP key the sign-in binds its tokens to, nil for none: the stored client's setting
         /// and key are kept (a new key only when there is none); `--dpop` turns it on, `--no-dpop` off.
         /// - Throws: why the stored client cannot be read (a forged profile copy, 65), unless a flag
-        ///   decides: taking it for "no DPoP" would delete the sealed key and the forged copy.
+        ///   decides: taking it for "no DPoP" would delete the sealed key and the forged copy; why
+        ///   the sealed key cannot be read or used (it is never replaced silently).
         private func dpop(_ context: CommandContext) async throws -> SecureBytes? {
             if noDPoP { return nil }
             let storedDPoP: Bool
@@ -187,8 +188,21 @@ extension VaultCommand {
                 storedDPoP = false
             }
             guard client.dpop || storedDPoP else { return nil }
-            if storedDPoP, let existing = try? await context.dpopKey(options) { return existing }
-            return try P256SigningKey().rawRepresentation
+            // A sealed key that cannot be read (or used) stops the sign-in with its error: replacing
+            // it silently would unbind the tokens from the key they were issued for. Only a missing
+            // one is made anew.
+            do {
+                let existing = try await context.dpopKey(options)
+                do {
+                    _ = try P256SigningKey(rawRepresentation: existing)
+                } catch {
+                    throw VaultError(.corrupt, "the sealed DPoP key (\(StoredClientConfiguration.dpopKeyEntry)) is not a P-256 key; nothing was changed",
+                                     fix: "sign in with --no-dpop, which removes it")
+                }
+                return existing
+            } catch let error as VaultError where error.code == .notFound {
+                return try P256SigningKey().rawRepresentation
+            }
         }
 
         private func finish(user userID: String, credentials: Credentials, context: CommandContext) async throws {

@@ -65,9 +65,8 @@ extension VaultCommand {
             guard fleetSession == nil else { throw UsageError("--recover is for the vault file's session") }
             let ending: @Sendable (String) -> Void = { userID in ErrorReport.note("Ending the session of '\(TerminalText.escaped(userID))'.") }
             let ended = try await OAuthSupport.endingSession(stored: stored, options: options, server: server, context: context) { client in
-                let revocations = try await client.recoverFromMissingProfile(session, ending: ending)
-                for revocation in revocations.values { OAuthSupport.show(revocation) }
-                return Array(revocations.keys)
+                // Each user's line, then what the server did with that user's tokens.
+                try await client.recoverFromMissingProfile(session, ending: ending) { _, revocation in OAuthSupport.show(revocation) }
             } without: { why in
                 try await session.recoverFromMissingProfile { userID, credentials in
                     ending(userID)

@@ -148,7 +148,7 @@ extension VaultCommand {
             if stored.grant == .clientCredentials {
                 return try await client.clientCredentials(session, clientID: stored.clientID, minTTL: .seconds(minTTL))
             }
-            return try await client.validCredentials(session, minTTL: .seconds(minTTL))
+            return try await client.validCredentials(session, minTTL: .seconds(minTTL), warning: OAuthSupport.warn)
         }
     }
 }

@@ -32,13 +32,19 @@ package protocol CommandOAuthClient: Sendable {
     func signOut(_ session: SessionManager, newAnonymousID: Bool) async throws -> CommandRevocation
     /// Enters guest mode, revoking the signed-out user's tokens (`SessionManager.enterGuestMode(resetAnonymousID:revokingWith:)`).
     func enterGuestMode(_ session: SessionManager, resetAnonymousID: Bool) async throws -> (anonymousID: String, revocation: CommandRevocation)
-    /// Ends the sessions of a vault whose profile is missing, each revoked first; `ending` is told each user id first.
-    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void) async throws -> [String: CommandRevocation]
-    /// One refresh now (`SessionManager.refreshNow(client:)`); a refused ID token keeps the old tokens.
-    func refreshNow(_ session: SessionManager) async throws -> Credentials
+    /// Ends the sessions of a vault whose profile is missing, each revoked first, user after user:
+    /// `ending` is told each user id before its tokens are revoked, `ended` what the server did.
+    /// - Returns: the ids of the users whose sessions ended.
+    func recoverFromMissingProfile(_ session: SessionManager, ending: @Sendable (String) -> Void,
+                                   ended: @Sendable (String, CommandRevocation) -> Void) async throws -> [String]
+    /// One refresh now (`SessionManager.refreshNow(client:)`); a refused ID token keeps the old
+    /// tokens; one that cannot be checked now is dropped and `warning` told so.
+    func refreshNow(_ session: SessionManager, warning: @escaping @Sendable (String) -> Void) async throws -> Credentials
     /// Credentials valid for `minTTL`, refreshed when needed, waiting for another process's refresh
-    /// up to the client's refresh budget (`SessionManager.validCredentials(minTTL:client:)`).
-    func validCredentials(_ session: SessionManager, minTTL: Duration) async throws -> Credentials
+    /// up to the client's refresh budget (`SessionManager.validCredentials(minTTL:client:)`); a
+    /// refreshed ID token that cannot be checked now is dropped and `warning` told so. No pending
+    /// revocation is tried in the background: the command exits once it has its token.
+    func validCredentials(_ session: SessionManager, minTTL: Duration, warning: @escaping @Sendable (String) -> Void) async throws -> Credentials
     /// A token for another audience (RFC 8707), cached until it expires (`SessionManager.validCredentials(forAudience:…)`).
     func validCredentials(_ session: SessionManager, forAudience audience: String, minTTL: Duration) async throws -> Credentials
     /// The client's own token (client credentials grant), cached in the session (`SessionManager.clientCredentials(clientID:…)`).
@@ -86,14 +92,18 @@ package struct CommandRevocation: Sendable {
     package let hadTokens: Bool
     /// How many tokens whose revocation failed were kept sealed for a later try.
     package let keptForLater: Int
+    /// Whether tokens whose revocation failed could not be kept (the vault busy, the disk full).
+    package let couldNotKeep: Bool
     /// The tokens kept from earlier sign-outs tried again: revoked, of how many.
     package let earlier: (revoked: Int, tried: Int)?
 
-    package init(succeeded: Bool, summary: String, hadTokens: Bool, keptForLater: Int, earlier: (revoked: Int, tried: Int)?) {
+    package init(succeeded: Bool, summary: String, hadTokens: Bool, keptForLater: Int, couldNotKeep: Bool = false,
+                 earlier: (revoked: Int, tried: Int)?) {
         self.succeeded = succeeded
         self.summary = summary
         self.hadTokens = hadTokens
         self.keptForLater = keptForLater
+        self.couldNotKeep = couldNotKeep
         self.earlier = earlier
     }
 }

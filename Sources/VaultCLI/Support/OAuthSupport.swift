@@ -69,9 +69,14 @@ enum OAuthSupport {
             let kept = try await session.keepUnrevoked(removed, revoked: [], server: stored.revocationServer, clientID: stored.clientID)
             if kept > 0 { ErrorReport.note(keptNote(kept)) }
         } catch {
-            ErrorReport.note("warning: the tokens whose revocation failed could not be kept for another try")
+            ErrorReport.note(notKeptWarning)
         }
     }
+
+    /// A warning of the library's (a refreshed ID token dropped unchecked), on standard error.
+    static let warn: @Sendable (String) -> Void = { text in ErrorReport.note("warning: " + TerminalText.escaped(text)) }
+
+    private static let notKeptWarning = "warning: the tokens whose revocation failed could not be kept for another try"
 
     /// Tells the user what the server did with the tokens (standard error; a failure is a warning).
     static func show(_ revocation: CommandRevocation) {
@@ -79,6 +84,7 @@ enum OAuthSupport {
             ErrorReport.note(revocation.succeeded ? "Server: \(revocation.summary)." : "warning: \(revocation.summary)")
         }
         if revocation.keptForLater > 0 { ErrorReport.note(keptNote(revocation.keptForLater)) }
+        if revocation.couldNotKeep { ErrorReport.note(notKeptWarning) }
         if let (revoked, tried) = revocation.earlier {
             ErrorReport.note("Server: revoked \(revoked) of \(tried) token\(tried == 1 ? "" : "s") kept from an earlier sign-out.")
         }

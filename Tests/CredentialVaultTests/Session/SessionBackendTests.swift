@@ -154,4 +154,23 @@ final class MemoryFleetStore: FleetSessionStore {
         await #expect(throws: SessionUnavailable.self) { _ = try await keyless.items() }
         await #expect(throws: SessionUnavailable.self) { try await keyless.saveItem(string: "v", named: "item") }
     }
+
+    /// Review finding 9: guest mode where the vault cannot be opened (no key here; through the
+    /// agent the same check refuses it) signed the user out first and then failed `.locked`.
+    @Test func aRefusedGuestModeLeavesTheUserSignedIn() async throws {
+        let fixture = try SessionFixture()
+        defer { fixture.cleanUp() }
+        let session = try fixture.session()
+        let credentials = fixture.credentials(expiresIn: 3600)
+        try await session.signIn(user: User(id: "alice", onboardingComplete: true), credentials: credentials)
+        let keyless = try fixture.session(key: .some(nil))
+        let refused = await #expect(throws: SessionUnavailable.self) { _ = try await keyless.enterGuestMode() }
+        #expect(refused?.reason == .locked)
+        let after = try fixture.session()
+        guard case let .signedIn(user, kept) = await after.restore() else {
+            Issue.record("the refused guest mode changed the session: \(await after.restore())")
+            return
+        }
+        #expect(user.id == "alice" && kept.accessToken == credentials.accessToken)
+    }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Testing
 
 /// Reads a child's output as it comes, for test helpers, without a `readabilityHandler`.
 ///
@@ -11,13 +12,26 @@ import Foundation
 /// bookkeeping on Linux and crashes the whole test process in `_dispatch_event_loop_drain`
 /// (swift-corelibs-libdispatch issue 949), and suites run in parallel here. A thread of its own
 /// that blocks in read(2) never registers the descriptor with libdispatch.
+///
+/// The reader reads a descriptor of its own (a `dup` of the handle's, closed when it reaches end
+/// of file): the handle's number is closed when its `Pipe` is released (a test that throws before
+/// waiting, or gives up after a timeout), and another test running in parallel may then open
+/// something under that number.
 package final class PipeReader: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts reading `handle` until end of file, passing each chunk to `chunk` (on the reader's thread).
+    /// The handle may be closed or released at once: the reader holds its own descriptor.
     package init(_ handle: FileHandle, chunk: @escaping @Sendable (Data) -> Void) {
-        let descriptor = handle.fileDescriptor
         let finished = self.finished
+        let descriptor = fcntl(handle.fileDescriptor, F_DUPFD_CLOEXEC, 0)
+        guard descriptor >= 0 else {
+            // Out of descriptors: nothing is read, and the test says why.
+            let failure = errno
+            Issue.record("PipeReader could not duplicate descriptor \(handle.fileDescriptor): \(String(cString: strerror(failure)))")
+            finished.signal()
+            return
+        }
         Thread {
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
@@ -32,6 +46,7 @@ package final class PipeReader: Sendable {
                 guard count > 0 else { break }
                 chunk(Data(buffer[0..<count]))
             }
+            close(descriptor)
             finished.signal()
         }.start()
     }

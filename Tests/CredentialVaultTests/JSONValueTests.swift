@@ -139,6 +139,15 @@ struct JSONValueTests {
         #expect(ISO8601Timestamp.date(from: "2023-11-14T22:13:20") == nil)
         #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 1e12)) == nil)
     }
+
+    /// What the CLI prints and the agent sends: never nil, clamped to years 1–9999.
+    @Test func clampedTimestampsStayWithinFourDigitYears() {
+        #expect(ISO8601Timestamp.clampedString(from: Date(timeIntervalSince1970: 1_700_000_000.123)) == "2023-11-14T22:13:20.123Z")
+        #expect(ISO8601Timestamp.clampedString(from: Date(timeIntervalSince1970: 1e13)) == "9999-12-31T23:59:59.999Z")
+        #expect(ISO8601Timestamp.clampedString(from: Date(timeIntervalSince1970: -1e15)) == "0001-01-01T00:00:00.000Z")
+        #expect(ISO8601Timestamp.clampedString(from: Date(timeIntervalSince1970: .infinity)) == "9999-12-31T23:59:59.999Z")
+        #expect(ISO8601Timestamp.clampedString(from: Date(timeIntervalSince1970: .nan)) == "1970-01-01T00:00:00.000Z")
+    }
 }
 
 /// Integers above 2^53 in JSON output are written exactly (`.integer`).

@@ -327,8 +327,8 @@ extension AgentResponse {
             let vaults: [JSONValue] = status.vaults.map { vault in
                 [
                     Field.directory: .string(vault.directory),
-                    Field.unlockedAt: .string(Self.timestamp(vault.unlockedAt)),
-                    Field.expiresAt: .string(Self.timestamp(vault.expiresAt)),
+                    Field.unlockedAt: .string(ISO8601Timestamp.clampedString(from: vault.unlockedAt)),
+                    Field.expiresAt: .string(ISO8601Timestamp.clampedString(from: vault.expiresAt)),
                     Field.unlockedAtSeconds: .number(vault.unlockedAt.timeIntervalSince1970),
                     Field.expiresAtSeconds: .number(vault.expiresAt.timeIntervalSince1970),
                 ]
@@ -389,12 +389,6 @@ extension AgentResponse {
             }
             return .entries(try zip(described, message.secrets).map { VaultEntry(metadata: try metadata(from: $0), secret: $1) })
         }
-    }
-
-    private static func timestamp(_ date: Date) -> String {
-        let seconds = date.timeIntervalSince1970
-        let clamped = seconds.isNaN ? 0 : min(max(seconds, ISO8601Timestamp.earliest), ISO8601Timestamp.latest)
-        return ISO8601Timestamp.string(from: Date(timeIntervalSince1970: clamped)) ?? "1970-01-01T00:00:00.000Z"
     }
 
     /// Entry metadata as the agent sends it.

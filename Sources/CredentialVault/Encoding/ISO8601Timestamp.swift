@@ -26,6 +26,15 @@ package enum ISO8601Timestamp {
             + ".\(pad(millisecond, 3))Z"
     }
 
+    /// The text for `date`, rounded to the millisecond, with dates outside years 1–9999 clamped to
+    /// the first or last instant and NaN read as the epoch: for what is shown or sent, never nil
+    /// (the CLI's JSON and text, the agent's answers).
+    package static func clampedString(from date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, earliest), latest)
+        return string(from: Date(timeIntervalSince1970: clamped)) ?? "1970-01-01T00:00:00.000Z"
+    }
+
     /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)"; nil for anything else.
     package static func date(from text: String) -> Date? {
         let bytes = Array(text.utf8)

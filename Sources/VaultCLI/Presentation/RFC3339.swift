@@ -8,9 +8,7 @@ enum RFC3339 {
     /// - Parameter date: the instant.
     /// - Returns: e.g. "2026-01-31T08:15:00.250Z".
     static func string(from date: Date) -> String {
-        let seconds = date.timeIntervalSince1970
-        let clamped = seconds.isNaN ? 0 : min(max(seconds, ISO8601Timestamp.earliest), ISO8601Timestamp.latest)
-        return ISO8601Timestamp.string(from: Date(timeIntervalSince1970: clamped)) ?? "1970-01-01T00:00:00.000Z"
+        ISO8601Timestamp.clampedString(from: date)
     }
 
     /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)".

@@ -5,8 +5,8 @@ import Testing
 
 /// The one reader of ordinary environment variables (`CommandEnvironment`), and the code that
 /// reads it instead of `getenv`: store selection and routing, the pinentry's terminal options,
-/// the agent's rules path, completion's `~/`. Each is handed an environment here, never the test
-/// process's.
+/// the agent's rules path, completion's `~/`, `--clip`'s program, `vault demo`'s steps. Each is
+/// handed an environment here, never the test process's.
 @Suite struct CommandEnvironmentTests {
     @Test func emptyValuesAreUnsetAndTheProcessIsReadByName() {
         let environment = CommandEnvironment([.vaultStore: "", .home: "/h"])
@@ -47,5 +47,34 @@ import Testing
         #expect(AgentRules.path(CommandEnvironment([.xdgConfigHome: "/cfg", .home: "/h"])) == "/cfg/vault/agent.json")
         #expect(AgentRules.path(CommandEnvironment([.home: "/h"])) == "/h/.config/vault/agent.json")
         #expect(AgentRules.path(CommandEnvironment()) == nil)
+    }
+
+    /// `--clip` looks on the given PATH, `wl-copy` first only when the given WAYLAND_DISPLAY is set.
+    @Test func theClipboardProgramIsFoundFromTheGivenEnvironment() throws {
+        let folder = NSTemporaryDirectory() + "vault-clipboard-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for program in ["wl-copy", "xclip"] {
+            #expect(FileManager.default.createFile(atPath: folder + "/" + program, contents: Data("#!/bin/sh\n".utf8),
+                                                   attributes: [.posixPermissions: 0o755]))
+        }
+        let path = "/nonexistent:" + folder
+        #expect(try Clipboard.find(environment: CommandEnvironment([.path: path])).tool == Clipboard.xclip)
+        #expect(try Clipboard.find(environment: CommandEnvironment([.path: path, .waylandDisplay: "wayland-0"])).tool == Clipboard.wayland)
+        #expect(try Clipboard.find(environment: CommandEnvironment([.path: path, .waylandDisplay: ""])).tool == Clipboard.xclip)
+        let error = #expect(throws: VaultError.self) {
+            try Clipboard.find(environment: CommandEnvironment([.path: folder + "/none", .waylandDisplay: "wayland-0"]))
+        }
+        #expect(error?.code == .notFound)
+    }
+
+    /// `vault demo`'s steps run with the demo's vault, key file and HOME, and the given PATH: nothing else of the user's.
+    @Test func theDemoStepsGetOnlyTheirOwnEnvironment() {
+        let given = CommandEnvironment([.path: "/opt/bin:/usr/bin", .home: "/home/someone", .vaultStore: "postgres://db/x",
+                                        .xdgConfigHome: "/cfg", .waylandDisplay: "wayland-0"])
+        #expect(DemoRunner.stepEnvironment(folder: "/tmp/vault-demo-1", inherited: given)
+            == ["VAULT_DIR": "/tmp/vault-demo-1/vault", "VAULT_KEY_FILE": "/tmp/vault-demo-1/demo.key", "HOME": "/tmp/vault-demo-1",
+                "PATH": "/opt/bin:/usr/bin"])
+        #expect(DemoRunner.stepEnvironment(folder: "/f", inherited: CommandEnvironment())["PATH"] == nil)
     }
 }

@@ -133,5 +133,7 @@ import TestScheduling
         #expect(!demo.stdoutText.contains("demo-refresh-token"))
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.path("tmp"))) ?? []
         #expect(leftovers.isEmpty, "demo left \(leftovers)")
+        // Nor in HOME (the steps' rollback memory stays in the throwaway folder).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.root) == ["tmp"])
     }
 }

@@ -21,7 +21,7 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             let folder = try DemoFolder()
             defer { if !keep { folder.remove() } }
-            let runner = try DemoRunner(folder: folder)
+            let runner = try DemoRunner(folder: folder, environment: context.environment)
             try await runner.walkThrough()
             print(keep ? "\nKept \(folder.path)." : "\nDone. Removed \(folder.path); nothing else was touched.")
         }
@@ -48,18 +48,26 @@ struct DemoRunner {
     var vaultDirectory: String { folder.path + "/vault" }
     var keyFile: String { folder.path + "/demo.key" }
 
-    init(folder: DemoFolder) throws {
+    /// - Parameter environment: the `demo` command's environment; the steps get only its `PATH`.
+    init(folder: DemoFolder, environment: CommandEnvironment) throws {
         self.folder = folder
         executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VAULT_") }
-        environment["VAULT_DIR"] = folder.path + "/vault"
-        environment["VAULT_KEY_FILE"] = folder.path + "/demo.key"
-        self.environment = environment
+        self.environment = Self.stepEnvironment(folder: folder.path, inherited: environment)
+    }
+
+    /// The environment every step runs with, made from nothing: the demo's vault and key file, and
+    /// the throwaway folder as HOME, so that nothing a step writes outside the vault folder (the
+    /// rollback memory under `~/.local/state`) lands outside it, and no variable of the user's
+    /// (`VAULT_*`, `XDG_*`, an agent's socket, a passphrase) reaches a step.
+    static func stepEnvironment(folder: String, inherited: CommandEnvironment) -> [String: String] {
+        var environment = ["VAULT_DIR": folder + "/vault", "VAULT_KEY_FILE": folder + "/demo.key", "HOME": folder]
+        environment["PATH"] = inherited[.path]
+        return environment
     }
 
     func walkThrough() async throws {
         print("vault demo: a real session, end to end, in \(folder.path)")
-        print("Every step below is a new 'vault' process. VAULT_DIR and VAULT_KEY_FILE point into that folder.\n")
+        print("Every step below is a new 'vault' process. VAULT_DIR, VAULT_KEY_FILE and HOME point into that folder.\n")
 
         step(1, "Make a fresh 32-byte key file (mode 0600) and an empty vault")
         try run(["keygen", keyFile])

@@ -39,7 +39,7 @@ extension VaultCommand {
         func run(_ context: CommandContext) async throws {
             try ReservedEntryNames.check(name: name, owner: owner, for: .read)
             // Find the clipboard before opening the vault: without one, fail before any passphrase is asked for.
-            let clipboard = clip ? try Clipboard.find() : nil
+            let clipboard = clip ? try Clipboard.find(environment: context.environment) : nil
             let secret = try await context.storage(.entries, options).readEntry(named: name, owner: owner).secret
             guard let clipboard else { return try StandardIO.printOutput(secret) }
             try clipboard.copy(secret)

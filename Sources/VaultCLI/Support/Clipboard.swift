@@ -32,12 +32,13 @@ struct Clipboard: Sendable {
         self.tool = tool
     }
 
-    /// The first usable tool on PATH.
+    /// The first usable tool on `PATH` (`wl-copy` first when `WAYLAND_DISPLAY` is set).
+    /// - Parameter environment: the command's environment.
     /// - Throws: `.notFound` naming the programs to install when there is none.
-    static func find() throws -> Clipboard {
-        let onWayland = ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"].map { !$0.isEmpty } ?? false
-        let order = onWayland ? [wayland, xclip, xsel] : [xclip, xsel, wayland]
-        guard let tool = order.first(where: { executable($0.copy[0]) != nil }) else {
+    static func find(environment: CommandEnvironment) throws -> Clipboard {
+        let order = environment[.waylandDisplay] != nil ? [wayland, xclip, xsel] : [xclip, xsel, wayland]
+        let path = environment[.path] ?? "/usr/bin:/bin"
+        guard let tool = order.first(where: { executable($0.copy[0], path: path) != nil }) else {
             throw VaultError(.notFound, "no clipboard program found: --clip needs wl-copy (Wayland), xclip or xsel on PATH",
                              fix: "install one (e.g. apt-get install wl-clipboard, xclip or xsel), or leave out --clip to print the secret")
         }
@@ -46,9 +47,8 @@ struct Clipboard: Sendable {
 
     private init(tool: Tool) { self.tool = tool }
 
-    /// The full path of `name` on PATH, or nil.
-    static func executable(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    /// The full path of `name` in one of `path`'s folders, or nil.
+    static func executable(_ name: String, path: String) -> String? {
         for directory in path.split(separator: ":") where !directory.isEmpty {
             let candidate = "\(directory)/\(name)"
             if access(candidate, X_OK) == 0 { return candidate }

@@ -45,6 +45,10 @@ struct CommandEnvironment: Sendable {
         case listenPID
         /// systemd's socket activation: how many sockets were passed.
         case listenFDs
+        /// Where `--clip` looks for its clipboard program, and what `vault demo`'s steps run with.
+        case path
+        /// A Wayland session: `--clip` tries `wl-copy` first.
+        case waylandDisplay
 
         /// The variable's name in the environment.
         var name: String { Self.names[rawValue] }
@@ -53,7 +57,7 @@ struct CommandEnvironment: Sendable {
         /// at start-up instantiates no generic type of its own, docs/BENCHMARKS.md).
         fileprivate static let names = ["VAULT_STORE", "VAULT_STORE_NAME", "VAULT_KEY_FILE", "VAULT_PINENTRY", "HOME",
                                         "XDG_CONFIG_HOME", "GPG_TTY", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "BROWSER",
-                                        "LISTEN_PID", "LISTEN_FDS"]
+                                        "LISTEN_PID", "LISTEN_FDS", "PATH", "WAYLAND_DISPLAY"]
     }
 
     /// The non-empty values, by `Variable.rawValue`.

@@ -5,6 +5,7 @@ import CredentialVault
 @testable import CredentialVaultOAuth
 import Foundation
 import OAuthServerSupport
+import Synchronization
 import Testing
 import TestScheduling
 import VaultCrypto
@@ -27,6 +28,26 @@ extension RealServerSessionAPITests {
         #expect(!second.succeeded && second.keptForLater == 2)
         #expect(second.earlier == RevocationReport.EarlierRevocations(revoked: 0, tried: 2), "the 2 kept before were tried again")
         #expect(try folder.store().list(owner: "revocation:pending").count == 4)
+    }
+
+    @Test("review 5: the recovery of a missing profile keeps each user's unrevoked tokens as it goes, and still ends the sessions")
+    func recoveryKeepsWhatFailedUserByUser() async throws {
+        let server = try OAuthServer.require()
+        let folder = try SessionFolder()
+        defer { folder.cleanUp() }
+        _ = try await aliceSignedIn(server, folder)
+        try FileManager.default.removeItem(atPath: folder.path + "/vault/profile.json")
+        let session = try folder.session()
+        let failing = try failingRevocationClient(server)
+        defer { Task { try? await failing.shutdown() } }
+        let order = Order()
+        let reports = try await session.recoverFromMissingProfile(revokingWith: failing, ending: { order.add("ending \($0)") },
+                                                                  ended: { user, report in order.add("ended \(user) kept \(report.keptForLater)") })
+        #expect(order.all == ["ending alice", "ended alice kept 2"])
+        #expect(reports["alice"]?.succeeded == false)
+        #expect(try folder.store().list(owner: "revocation:pending").count == 2)
+        #expect(try folder.store().list(owner: "user:alice").isEmpty)
+        #expect(await session.restore().name == "guest")
     }
 
     @Test("review 3: tokens whose revocation failed and that cannot be kept (the vault busy) are reported, not only logged")
@@ -98,4 +119,11 @@ extension RealServerSessionAPITests {
         #expect(try server.records(of: try #require(initial.refreshToken)).revoked)
         #expect(try folder.store().list(owner: "revocation:pending").isEmpty)
     }
+}
+
+/// The order in which callbacks were called.
+final class Order: Sendable {
+    private let texts = Mutex<[String]>([])
+    func add(_ text: String) { texts.withLock { $0.append(text) } }
+    var all: [String] { texts.withLock { $0 } }
 }

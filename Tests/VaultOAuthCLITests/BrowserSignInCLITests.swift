@@ -161,7 +161,7 @@ struct BrowserSignInCLITests {
         let folder = try SessionFolder()
         defer { folder.cleanUp() }
         try dpopClientStored(folder)
-        let broken = SecureBytes(copying: Array(repeating: 0xFF, count: 32))   // above the P-256 order: no key
+        let broken = SecureBytes(copying: Array(repeating: 0xFF, count: 32))   // not a P-256 key (its raw form is 96 bytes)
         try folder.store().update { transaction in
             _ = try transaction.put(NewEntry(name: StoredClientConfiguration.dpopKeyEntry, secret: broken, transferable: false), replace: true)
         }

@@ -46,10 +46,6 @@ final class LoopbackRedirectListener: Sendable {
     /// The redirect URI to register: `http://127.0.0.1:PORT/callback`.
     var redirectURI: String { "http://127.0.0.1:\(port)/callback" }
 
-    /// The address to start the browser with: `http://127.0.0.1:PORT/signin`, which redirects this
-    /// user's browser to the authorization URL.
-    var startURI: String { "http://127.0.0.1:\(port)/signin" }
-
     /// The start address for the sign-in whose authorization URL is `authorizationURL` (its
     /// `redirect_uri` names the listener); nil when it names no loopback listener of ours.
     static func startURI(forAuthorizationURL authorizationURL: String) -> String? {

@@ -102,7 +102,7 @@ package final class AgentRequestHandler: Sendable {
             vaults.sorted { $0.key < $1.key }.map { directory, vault in
                 let expires = min(vault.lastUsed + idleTimeout, vault.unlockedInstant + maximumLifetime)
                 return VaultAgentClient.Status.UnlockedVault(directory: directory, unlockedAt: vault.unlockedAt,
-                                                             expiresAt: wallNow.addingTimeInterval(Self.seconds(expires - now)))
+                                                             expiresAt: wallNow.addingTimeInterval(SessionManager.seconds(expires - now)))
             }
         }
         return .status(VaultAgentClient.Status(pid: getpid(), socket: socketPath, vaults: listed), failedMemoryLocks: SecureMemory.failedLocks)
@@ -247,9 +247,5 @@ package final class AgentRequestHandler: Sendable {
     /// The error an answer carries: a `VaultError` as it is, anything else as a generic failure.
     private static func answerable(_ error: any Error) -> VaultError {
         (error as? VaultError) ?? VaultError(.io, "the agent failed to answer")
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -29,38 +29,24 @@ extension SecureFileSystem {
             throw unsafeFolder(error)
         }
         try requireUnsharedFolder(folder.raw, path: parts.directory)
-        let descriptor: OwnedDescriptor
-        do {
-            descriptor = OwnedDescriptor(try Syscall.openFile(parts.name, in: folder.raw, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
-        } catch {
-            switch error.code {
-            case ENOENT: return nil
-            case ELOOP: throw VaultError.symbolicLink(path)
-            default: throw error.vaultError("opening the file", path: path)
+        return try withUnfollowedFile(parts.name, in: folder.raw, path: path, what: "the file") { descriptor, status in
+            guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.regularFile else {
+                throw VaultError.wrongFileType(path, expected: "a regular file")
             }
-        }
-        let status: stat
-        do {
-            status = try Syscall.status(of: descriptor.raw)
-        } catch {
-            throw error.vaultError("checking the file", path: path)
-        }
-        guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.regularFile else {
-            throw VaultError.wrongFileType(path, expected: "a regular file")
-        }
-        guard status.st_uid == geteuid() || status.st_uid == 0 else { throw VaultError.wrongOwner(path, owner: status.st_uid) }
-        guard status.st_mode & PrivacyCheck.groupOrOtherWrite == 0 else {
-            throw VaultError(.insecurePermissions, "refusing the file because group or others can write to it "
-                             + "(mode \(VaultError.octal(status.st_mode & 0o7777)))",
-                             path: path, fix: "run 'chmod go-w \(VaultError.shellQuoted(path))'")
-        }
-        guard Int(status.st_size) <= maxBytes else {
-            throw VaultError(.invalidInput, "the file is larger than \(maxBytes) bytes", path: path, fix: "check that this is the right file")
-        }
-        do {
-            return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
-        } catch {
-            throw error.vaultError("reading the file", path: path)
+            guard status.st_uid == geteuid() || status.st_uid == 0 else { throw VaultError.wrongOwner(path, owner: status.st_uid) }
+            guard status.st_mode & PrivacyCheck.groupOrOtherWrite == 0 else {
+                throw VaultError(.insecurePermissions, "refusing the file because group or others can write to it "
+                                 + "(mode \(VaultError.octal(status.st_mode & 0o7777)))",
+                                 path: path, fix: "run 'chmod go-w \(VaultError.shellQuoted(path))'")
+            }
+            guard Int(status.st_size) <= maxBytes else {
+                throw VaultError(.invalidInput, "the file is larger than \(maxBytes) bytes", path: path, fix: "check that this is the right file")
+            }
+            do throws(SyscallError) {
+                return try Syscall.readAll(descriptor, expectedCount: Int(status.st_size), limit: maxBytes)
+            } catch {
+                throw error.vaultError("reading the file", path: path)
+            }
         }
     }
 

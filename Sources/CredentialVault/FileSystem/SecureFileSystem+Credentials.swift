@@ -18,39 +18,29 @@ extension SecureFileSystem {
     /// Reads a key file: a credential of this service (the shape above) or a private file.
     static func readKeyFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
         guard isInCredentialsDirectory(path) else { return try readPrivateFile(path, maxBytes: maxBytes) }
-        let descriptor: OwnedDescriptor
-        do {
-            descriptor = OwnedDescriptor(try Syscall.openFile(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
-        } catch {
-            if error.code == ENOENT { throw VaultError.fileNotFound(path) }
-            if error.code == ELOOP { throw VaultError.symbolicLink(path) }
-            throw error.vaultError("opening the credential", path: path)
+        let bytes = try withUnfollowedFile(path, path: path, what: "the credential") { descriptor, status in
+            guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.regularFile else {
+                throw VaultError.wrongFileType(path, expected: "a regular file")
+            }
+            guard status.st_uid == geteuid() || status.st_uid == 0 else { throw VaultError.wrongOwner(path, owner: status.st_uid) }
+            guard status.st_nlink <= 1 else { throw VaultError.multipleLinks(path, count: Int(status.st_nlink)) }
+            let permissions = status.st_mode & 0o7777
+            guard permissions & ~mode_t(0o640) == 0, permissions & 0o040 == 0 || status.st_uid == 0 else {
+                throw VaultError.groupOrWorldAccess(path, mode: permissions, isDirectory: false)
+            }
+            if permissions & 0o040 != 0 {
+                // Group read on a root-owned credential: only as the mask of an ACL granting this user alone.
+                try requireCredentialACL(descriptor, path: path)
+            }
+            guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
+            do throws(SyscallError) {
+                return try Syscall.readAll(descriptor, expectedCount: Int(status.st_size), limit: maxBytes)
+            } catch {
+                throw error.vaultError("reading the credential", path: path)
+            }
         }
-        let status: stat
-        do {
-            status = try Syscall.status(of: descriptor.raw)
-        } catch {
-            throw error.vaultError("checking the credential", path: path)
-        }
-        guard status.st_mode & PrivacyCheck.typeMask == PrivacyCheck.regularFile else {
-            throw VaultError.wrongFileType(path, expected: "a regular file")
-        }
-        guard status.st_uid == geteuid() || status.st_uid == 0 else { throw VaultError.wrongOwner(path, owner: status.st_uid) }
-        guard status.st_nlink <= 1 else { throw VaultError.multipleLinks(path, count: Int(status.st_nlink)) }
-        let permissions = status.st_mode & 0o7777
-        guard permissions & ~mode_t(0o640) == 0, permissions & 0o040 == 0 || status.st_uid == 0 else {
-            throw VaultError.groupOrWorldAccess(path, mode: permissions, isDirectory: false)
-        }
-        if permissions & 0o040 != 0 {
-            // Group read on a root-owned credential: only as the mask of an ACL granting this user alone.
-            try requireCredentialACL(descriptor.raw, path: path)
-        }
-        guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
-        do {
-            return try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes)
-        } catch {
-            throw error.vaultError("reading the credential", path: path)
-        }
+        guard let bytes else { throw VaultError.fileNotFound(path) }
+        return bytes
     }
 
     /// Whether `path` is directly inside `$CREDENTIALS_DIRECTORY`, and that folder is root's and

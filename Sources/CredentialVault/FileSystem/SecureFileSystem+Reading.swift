@@ -39,36 +39,24 @@ extension SecureFileSystem {
     /// write, so an equal header means the same write.
     static func readPrivateFile(_ path: String, maxBytes: Int, unlessStartsWith expected: (prefix: [UInt8], size: Int)?)
         throws -> PrivateFileRead {
-        let descriptor: OwnedDescriptor
-        do {
-            descriptor = OwnedDescriptor(try Syscall.openFile(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK))
-        } catch {
-            switch error.code {
-            case ENOENT: throw VaultError.fileNotFound(path)
-            case ELOOP: throw VaultError.symbolicLink(path)
-            default: throw error.vaultError("opening the file", path: path)
+        let read = try withUnfollowedFile(path, path: path, what: "the file") { descriptor, status -> PrivateFileRead in
+            try PrivacyCheck.requirePrivateFile(status, path: path)
+            guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
+            do throws(SyscallError) {
+                if let expected, !expected.prefix.isEmpty, Int(status.st_size) == expected.size,
+                   try Syscall.readAll(descriptor, expectedCount: expected.prefix.count, limit: expected.prefix.count,
+                                       stoppingAt: expected.prefix.count) == expected.prefix {
+                    return .unchanged
+                }
+                try Syscall.rewind(descriptor)
+                return .contents(try Syscall.readAll(descriptor, expectedCount: Int(status.st_size), limit: maxBytes))
+            } catch {
+                // The file grew after fstat: treat it like a file that was too large from the start.
+                if error.code == EFBIG && error.call == "read" { throw VaultError.fileTooLarge(path, limit: maxBytes) }
+                throw error.vaultError("reading the file", path: path)
             }
         }
-        let status: stat
-        do {
-            status = try Syscall.status(of: descriptor.raw)
-        } catch {
-            throw error.vaultError("checking the file", path: path)
-        }
-        try PrivacyCheck.requirePrivateFile(status, path: path)
-        guard Int(status.st_size) <= maxBytes else { throw VaultError.fileTooLarge(path, limit: maxBytes) }
-        do {
-            if let expected, !expected.prefix.isEmpty, Int(status.st_size) == expected.size,
-               try Syscall.readAll(descriptor.raw, expectedCount: expected.prefix.count, limit: expected.prefix.count,
-                                   stoppingAt: expected.prefix.count) == expected.prefix {
-                return .unchanged
-            }
-            try Syscall.rewind(descriptor.raw)
-            return .contents(try Syscall.readAll(descriptor.raw, expectedCount: Int(status.st_size), limit: maxBytes))
-        } catch {
-            // The file grew after fstat: treat it like a file that was too large from the start.
-            if error.code == EFBIG && error.call == "read" { throw VaultError.fileTooLarge(path, limit: maxBytes) }
-            throw error.vaultError("reading the file", path: path)
-        }
+        guard let read else { throw VaultError.fileNotFound(path) }
+        return read
     }
 }

@@ -52,7 +52,7 @@ extension SessionManager {
         defer { lock.release() }
         // The vault is opened before anything changes: where it cannot be (locked, or held by the
         // agent) guest mode is refused with the user still signed in, never half done.
-        let vault = try device.vault(create: false)
+        let vault = try await device.vaultOffPool(create: false)
         var removed: Credentials?
         if try profiles.load()?.user != nil {
             removed = try signOutLocked(newAnonymousID: false, expectedUserID: nil, localData: configuration.localDataOnSignOut)

@@ -445,21 +445,19 @@ public final class SecretStore: Sendable {
         case .unchanged:
             guard let cached = state.lastDecoded else { preconditionFailure("unchanged is only reported against a cached file") }
             (image, keys, kek) = (cached.image, cached.keys, cached.kek)
-            // The file is the one decoded before, but another process may have written a newer one
-            // (and its record) since and put this old one back: a long-lived store (the agent) must
-            // see the record as a direct open would.
-            try checkRollbackRecord(of: image, earlier: earlier)
         case let .contents(file):
             if let cached = state.lastDecoded, cached.matches(file) {
                 (image, keys, kek) = (cached.image, cached.keys, cached.kek)
-                try checkRollbackRecord(of: image, earlier: earlier)
             } else {
                 state.lastDecoded = nil
                 (image, keys, kek) = try decode(file, state: &state)
-                try checkRollbackRecord(of: image, earlier: earlier)
                 state.lastDecoded = DecodedFile(file: file, image: image, keys: keys, kek: kek)
             }
         }
+        // Also for a file that is the one decoded before: another process may have written a newer
+        // one (and its record) since and put this old one back, and a long-lived store (the agent)
+        // must see the record as a direct open would.
+        try checkRollbackRecord(of: image, earlier: earlier)
         if let known = state.vaultID, known != image.vaultID {
             throw VaultError(.tampered, "the vault file was replaced by a different vault", path: vaultPath,
                              fix: "restore the original file, or open the other vault explicitly")

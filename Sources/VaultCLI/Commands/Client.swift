@@ -94,11 +94,15 @@ extension VaultCommand {
                 secret = trimmed
             }
             // --dpop: the key already sealed is kept (tokens bound to it must go on refreshing); a
-            // new one is made only when there is none.
+            // new one is made only when there is none (no vault yet, or no key in it). A key that
+            // cannot be read (wrong key, tampered) stops here: replacing it would unbind the tokens.
             var dpopKey: SecureBytes?
             if client.dpop {
-                let existing = try? await context.dpopKey(options)
-                dpopKey = try existing ?? client.newDPoPKey()
+                do {
+                    dpopKey = try await context.dpopKey(options)
+                } catch let error as VaultError where error.code == .notFound {
+                    dpopKey = try client.newDPoPKey()
+                }
             }
             if onPostgres {
                 try await stored.save(to: try await context.storage(.fleetSessions, options), secret: secret, dpopKey: dpopKey)

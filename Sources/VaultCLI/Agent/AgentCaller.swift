@@ -13,22 +13,23 @@
 /// alive (`AgentPeer`), or on a kernel without `SO_PEERPIDFD`, its start time is unchanged. A caller
 /// the kernel could give no pidfd for, or that fails this, is
 /// `identified == false`: no rule is asked about it and, where rules exist, it is refused.
-struct AgentCaller: Sendable {
-    let pid: Int32
+package struct AgentCaller: Sendable {
+    /// The caller's PID (in the agent's PID namespace).
+    package let pid: Int32
     /// The base name of `argv[0]`: what the caller says it is (any process can say anything).
-    let personality: String
+    package let personality: String
     /// The caller's executable first, then its parent's, and so on; nil where unknown.
-    let executables: [String?]
+    package let executables: [String?]
     /// The caller's systemd units.
-    let placement: SystemdPlacement
+    package let placement: SystemdPlacement
     /// Whether what was read is known to be the peer's.
-    let identified: Bool
+    package let identified: Bool
 
     /// How many ancestors are read at most.
     static let maximumDepth = 64
 
     /// Identifies the peer of a connection just accepted.
-    static func identify(_ peer: AgentPeer) -> AgentCaller {
+    package static func identify(_ peer: AgentPeer) -> AgentCaller {
         let pid = peer.pid
         guard pid > 0, !peer.goneAtAccept, let first = ProcessFiles.statFields(of: pid).flatMap(Lineage.init) else {
             return unidentified(pid)
@@ -62,7 +63,7 @@ struct AgentCaller: Sendable {
     }
 
     /// A line for the log and for a refusal: pid, personality, the chain and the units.
-    var description: String {
+    package var description: String {
         guard identified else { return "an unidentified process (pid \(pid): it exited or was replaced before the agent identified it)" }
         let chain = executables.map { $0 ?? "unknown" }.joined(separator: " < ")
         return "\(personality) (pid \(pid); \(chain)\(placement.unit.map { "; unit \($0)" } ?? "")"

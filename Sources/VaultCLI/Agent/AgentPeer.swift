@@ -13,7 +13,7 @@ import Darwin
 /// before its process has exited. Only on a kernel without the option does the start time read
 /// before and after stand in (`AgentCaller.identify`); it cannot tell a PID reused between `connect`
 /// and `accept` (docs/SECURITY.md). Any other failure to get a pidfd leaves the peer unidentified.
-final class AgentPeer: Sendable {
+package final class AgentPeer: Sendable {
     /// The peer's PID in the agent's PID namespace (`SO_PEERCRED`); 0 when it has none there.
     let pid: Int32
     /// The peer's pidfd; -1 without one.

@@ -25,10 +25,13 @@ import CredentialVault
 /// `list`, rules are applied to each entry and the entries a caller may not list are left out. No
 /// file: every process of the user is allowed, as with ssh-agent. The file and its folders are
 /// checked as OpenSSH's StrictModes checks (`SecureFileSystem.readConfigurationFile`).
-struct AgentRules: Sendable {
-    struct Rule: Sendable {
-        let name: String
-        let allow: Bool
+package struct AgentRules: Sendable {
+    /// One rule of the file.
+    package struct Rule: Sendable {
+        /// Its "name" (else "rule N"), for refusals and the log.
+        package let name: String
+        /// Whether it allows (else denies).
+        package let allow: Bool
         let operations: [AgentOperation]?
         let entries: [String]?
         let owners: [String]?
@@ -64,10 +67,11 @@ struct AgentRules: Sendable {
         }
     }
 
-    let rules: [Rule]
+    /// The rules, in the file's order.
+    package let rules: [Rule]
 
     /// The decision for one operation: nil when allowed, else the rule that refused, with its place.
-    func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
+    package func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
         for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, caller: caller) {
             return rule.allow ? nil : (rule, index)
         }

@@ -314,8 +314,9 @@ final class AgentServer: @unchecked Sendable {
 }
 
 /// The agent's log, on standard error: times, events, directories; never a secret, key or entry value.
-enum AgentLog {
-    static func write(_ event: String) {
+package enum AgentLog {
+    /// Writes one line: time, pid, the event (terminal-escaped).
+    package static func write(_ event: String) {
         StandardIO.printError("\(RFC3339.string(from: Date())) vault agent[\(getpid())]: \(TerminalText.escaped(event))\n")
     }
 }

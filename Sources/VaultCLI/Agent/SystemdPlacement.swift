@@ -9,11 +9,11 @@
 /// `backup.service` deep in `user@1000.service/app.slice/x.service/backup.service` says nothing
 /// about the system. Only the system unit is placed by root; the user's manager, and any process of
 /// the user through its delegated tree, can put the user's processes into any user unit.
-struct SystemdPlacement: Sendable, Equatable {
+package struct SystemdPlacement: Sendable, Equatable {
     /// The system manager's unit (`backup.service`, `session-2.scope`, `user@1000.service`).
-    let unit: String?
+    package let unit: String?
     /// The unit of the user's own manager, when `unit` is `user@UID.service` (`app-foo.scope`, `sync.service`).
-    let userUnit: String?
+    package let userUnit: String?
 
     /// No unit known.
     static let none = SystemdPlacement(unit: nil, userUnit: nil)

@@ -14,9 +14,9 @@ import Darwin
 /// whole environment: `ProcessInfo.environment` would build a `String` of every variable). The
 /// passphrases are not among them: `PassphraseEnvironment` takes those into zeroising memory.
 /// An empty value counts as unset.
-struct CommandEnvironment: Sendable {
+package struct CommandEnvironment: Sendable {
     /// A variable `vault` reads (its name is `name`).
-    enum Variable: Int, Sendable {
+    package enum Variable: Int, Sendable {
         /// `--store`'s default.
         case vaultStore
         /// `--store-name`'s default.
@@ -68,14 +68,14 @@ struct CommandEnvironment: Sendable {
     }
 
     /// An environment with these values (a test's); empty values count as unset.
-    init(_ given: [Variable: String] = [:]) {
+    package init(_ given: [Variable: String] = [:]) {
         values = Variable.names.indices.map { index in
             Variable(rawValue: index).flatMap { given[$0] }.flatMap { $0.isEmpty ? nil : $0 }
         }
     }
 
     /// The process's environment, read now with `getenv(3)`: the entry pipeline calls it once.
-    static func process() -> CommandEnvironment {
+    package static func process() -> CommandEnvironment {
         var values: [String?] = []
         values.reserveCapacity(Variable.names.count)
         for name in Variable.names {
@@ -89,5 +89,5 @@ struct CommandEnvironment: Sendable {
     }
 
     /// The non-empty value of `variable`, or nil.
-    subscript(_ variable: Variable) -> String? { values[variable.rawValue] }
+    package subscript(_ variable: Variable) -> String? { values[variable.rawValue] }
 }

@@ -8,11 +8,11 @@ import VaultCrypto
 /// Assuan commands `SETDESC`, `SETPROMPT`, `GETPIN` and `BYE` on its standard input, the answer
 /// (`D <percent-encoded passphrase>` then `OK`, or `ERR …` when cancelled) on its standard output,
 /// read into zeroising memory.
-enum Pinentry {
+package enum Pinentry {
     /// The passphrase typed into the pinentry `program`.
     /// - Parameter environment: the command's environment (the terminal and locale the pinentry is told).
     /// - Throws: `UsageError` when it cannot be run, was cancelled or answered nothing usable.
-    static func askPassphrase(program: String, description: String, environment: CommandEnvironment) throws -> SecureBytes {
+    package static func askPassphrase(program: String, description: String, environment: CommandEnvironment) throws -> SecureBytes {
         let options = terminalOptions(environment)
         let commands = options.map { "OPTION \(escaped($0))\n" }.joined()
             + "SETDESC \(escaped(description))\nSETPROMPT Passphrase:\nGETPIN\nBYE\n"

@@ -157,6 +157,51 @@ enum OpenSSLBackend {
         guard result != nil, length == 32 else { throw drainErrors(operation: "HMAC-SHA256") }
     }
 
+    /// The digests an HMAC is computed over (`EVP_sha1`, `EVP_sha256`, `EVP_sha512`).
+    enum HMACDigest: Sendable {
+        case sha1, sha256, sha512
+
+        /// The tag length in bytes.
+        var byteCount: Int {
+            switch self {
+            case .sha1: 20
+            case .sha256: 32
+            case .sha512: 64
+            }
+        }
+
+        var name: String {
+            switch self {
+            case .sha1: "HMAC-SHA1"
+            case .sha256: "HMAC-SHA256"
+            case .sha512: "HMAC-SHA512"
+            }
+        }
+
+        fileprivate var evp: OpaquePointer? {
+            switch self {
+            case .sha1: EVP_sha1()
+            case .sha256: EVP_sha256()
+            case .sha512: EVP_sha512()
+            }
+        }
+    }
+
+    /// HMAC over `digest` (one-shot `HMAC`); `out` must be `digest.byteCount` bytes.
+    static func hmac(_ digest: HMACDigest, key: UnsafeRawBufferPointer, data: UnsafeRawBufferPointer,
+                     into out: UnsafeMutableRawBufferPointer) throws {
+        precondition(out.count == digest.byteCount, "\(digest.name) output is \(digest.byteCount) bytes")
+        guard key.count <= Int(Int32.max) else { throw CryptoError.invalidInputSize(what: "HMAC key", actual: key.count) }
+        var length: UInt32 = 0
+        var empty: UInt8 = 0
+        let result = withUnsafeMutablePointer(to: &empty) { emptyPointer in
+            HMAC(digest.evp, key.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(key.count),
+                 u8(data) ?? UnsafePointer(emptyPointer), data.count,
+                 out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        }
+        guard result != nil, Int(length) == digest.byteCount else { throw drainErrors(operation: digest.name) }
+    }
+
     /// HKDF-SHA256 modes, matching `EVP_KDF_HKDF_MODE_*`.
     enum HKDFMode: Int32 {
         case extractAndExpand = 0
@@ -230,6 +275,111 @@ enum OpenSSLBackend {
                                   signature.baseAddress?.assumingMemoryBound(to: UInt8.self))
         if rc == VAULT_SHIM_KEY_REFUSED { throw CryptoError.unusableKey("the P-256 private key does not match its public point") }
         guard rc == VAULT_SHIM_OK else { throw drainErrors(operation: "ES256 signing") }
+    }
+
+    // MARK: Secret Service session crypto
+
+    /// The RFC 2409 second Oakley group's prime size in bytes (`VAULT_DH_MODP1024_BYTES`).
+    static let dhModp1024ByteCount = Int(VAULT_DH_MODP1024_BYTES)
+    /// The longest peer public value accepted, leading zeros included.
+    static let dhModp1024MaximumPeerByteCount = Int(VAULT_DH_MODP1024_MAX_PEER_BYTES)
+    /// AES-128-CBC's key size and block (and IV) size.
+    static let aes128KeyByteCount = Int(VAULT_AES128CBC_KEY_BYTES)
+    static let aes128BlockByteCount = Int(VAULT_AES128CBC_BLOCK_BYTES)
+
+    /// A Diffie-Hellman key pair of the RFC 2409 second Oakley group held by libcrypto
+    /// (an `EVP_PKEY`), freed with `EVP_PKEY_free` (which clears the private value) on deinit.
+    final class DHKeyPair: @unchecked Sendable {
+        // Safe to share: the key is never changed after init; OpenSSL 3 allows concurrent
+        // EVP_PKEY_derive calls on one const key, each with its own EVP_PKEY_CTX.
+        fileprivate let pointer: OpaquePointer
+
+        fileprivate init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+        deinit { vault_dh_free(pointer) }
+    }
+
+    /// A fresh key pair (`vault_dh_modp1024_generate`: EVP_PKEY_keygen).
+    static func dhModp1024Generate() throws -> DHKeyPair {
+        guard let pointer = vault_dh_modp1024_generate() else { throw drainErrors(operation: "Diffie-Hellman key generation") }
+        return DHKeyPair(pointer)
+    }
+
+    /// The key pair of a given private value (`vault_dh_modp1024_from_private`), for known answers.
+    static func dhModp1024KeyPair(privateKey: UnsafeRawBufferPointer) throws -> DHKeyPair {
+        guard let pointer = vault_dh_modp1024_from_private(u8(privateKey), privateKey.count) else {
+            _ = drainErrors(operation: "Diffie-Hellman key import")
+            throw CryptoError.unusableKey("a Diffie-Hellman private value must be 0 < x < q")
+        }
+        return DHKeyPair(pointer)
+    }
+
+    /// The public value, big-endian without leading zeros (`vault_dh_modp1024_public_key`).
+    static func dhModp1024PublicKey(_ key: DHKeyPair) throws -> [UInt8] {
+        var length = 0
+        let bytes = try [UInt8](unsafeUninitializedCapacity: dhModp1024ByteCount) { buffer, initialized in
+            guard let base = buffer.baseAddress,
+                  vault_dh_modp1024_public_key(key.pointer, base, &length) == VAULT_SHIM_OK, length <= buffer.count else {
+                initialized = 0
+                throw drainErrors(operation: "Diffie-Hellman public key export")
+            }
+            initialized = length
+        }
+        return bytes
+    }
+
+    /// The shared secret padded to 128 bytes into `secret` (`vault_dh_modp1024_derive`).
+    /// - Throws: `CryptoError.unusableKey` for a peer value outside the group.
+    static func dhModp1024Derive(_ key: DHKeyPair, peer: UnsafeRawBufferPointer, into secret: UnsafeMutableRawBufferPointer) throws {
+        precondition(secret.count == dhModp1024ByteCount, "the shared secret is as long as the prime")
+        let rc = vault_dh_modp1024_derive(key.pointer, u8(peer), peer.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        switch rc {
+        case VAULT_SHIM_OK:
+            return
+        case VAULT_SHIM_KEY_REFUSED:
+            ERR_clear_error()
+            throw CryptoError.unusableKey("the peer's Diffie-Hellman public value (\(peer.count) bytes) is not in the group: "
+                                          + "it must be 1 < y < p - 1 in the subgroup of order (p - 1) / 2, at most "
+                                          + "\(dhModp1024MaximumPeerByteCount) bytes with leading zeros")
+        default:
+            throw drainErrors(operation: "Diffie-Hellman key agreement")
+        }
+    }
+
+    /// AES-128-CBC with PKCS#7 padding (`vault_aes128cbc_encrypt`); `output` holds input + 16 bytes.
+    /// - Returns: The number of ciphertext bytes written.
+    static func aes128CBCEncrypt(key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
+                                 into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        precondition(key.count == aes128KeyByteCount && iv.count == aes128BlockByteCount, "sizes are validated by AES128CBC")
+        precondition(output.count >= plaintext.count + aes128BlockByteCount, "output buffer too small")
+        var length = 0
+        let rc = vault_aes128cbc_encrypt(u8(key), u8(iv), u8(plaintext), plaintext.count,
+                                         output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        guard rc == VAULT_SHIM_OK, length <= output.count else { throw drainErrors(operation: "AES-128-CBC encryption") }
+        return length
+    }
+
+    /// AES-128-CBC decryption with PKCS#7 padding (`vault_aes128cbc_decrypt`); `output` holds
+    /// input + 16 bytes and is wiped on failure.
+    /// - Returns: The number of plaintext bytes written.
+    /// - Throws: `CryptoError.invalidPadding` for a bad length or padding.
+    static func aes128CBCDecrypt(key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
+                                 into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        precondition(key.count == aes128KeyByteCount && iv.count == aes128BlockByteCount, "sizes are validated by AES128CBC")
+        precondition(output.count >= ciphertext.count + aes128BlockByteCount, "output buffer too small")
+        var length = 0
+        let rc = vault_aes128cbc_decrypt(u8(key), u8(iv), u8(ciphertext), ciphertext.count,
+                                         output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        switch rc {
+        case VAULT_SHIM_OK where length <= ciphertext.count:
+            return length
+        case VAULT_SHIM_AUTH_FAILED:
+            ERR_clear_error()
+            throw CryptoError.invalidPadding
+        default:
+            secureZero(output)
+            throw drainErrors(operation: "AES-128-CBC decryption")
+        }
     }
 
     private static func u8(_ buffer: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? {

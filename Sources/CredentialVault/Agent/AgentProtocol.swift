@@ -112,6 +112,9 @@ private enum Field {
     static let socket = "socket"
     static let vaults = "vaults"
     static let failedMemoryLocks = "failedMemoryLocks"
+    static let secretService = "secretService"
+    static let busName = "busName"
+    static let collection = "collection"
     static let unlockedAt = "unlockedAt"
     static let expiresAt = "expiresAt"
     static let unlockedAtSeconds = "unlockedAtSeconds"
@@ -333,8 +336,11 @@ extension AgentResponse {
                     Field.expiresAtSeconds: .number(vault.expiresAt.timeIntervalSince1970),
                 ]
             }
+            let served: JSONValue = status.secretService.map { [Field.busName: .string($0.busName), Field.collection: .string($0.collection)] }
+                ?? .null
             return AgentMessage([Field.ok: true, Field.pid: .integer(Int128(status.pid)), Field.socket: .string(status.socket),
-                                 Field.vaults: .array(vaults), Field.failedMemoryLocks: .integer(Int128(failedMemoryLocks))])
+                                 Field.vaults: .array(vaults), Field.failedMemoryLocks: .integer(Int128(failedMemoryLocks)),
+                                 Field.secretService: served])
         case let .metadata(entries):
             return AgentMessage([Field.ok: true, Field.entries: .array(entries.map(Self.json(of:)))])
         case let .entry(entry):
@@ -370,8 +376,12 @@ extension AgentResponse {
                 return VaultAgentClient.Status.UnlockedVault(directory: directory, unlockedAt: Date(timeIntervalSince1970: unlocked),
                                                              expiresAt: Date(timeIntervalSince1970: expires))
             }
+            let served = header[Field.secretService].flatMap { served -> VaultAgentClient.Status.SecretService? in
+                guard let busName = served[Field.busName]?.stringValue, let collection = served[Field.collection]?.stringValue else { return nil }
+                return VaultAgentClient.Status.SecretService(busName: busName, collection: collection)
+            }
             let status = VaultAgentClient.Status(pid: Int32(truncatingIfNeeded: header[Field.pid]?.intValue ?? 0),
-                                                 socket: header[Field.socket]?.stringValue ?? socketPath, vaults: vaults)
+                                                 socket: header[Field.socket]?.stringValue ?? socketPath, vaults: vaults, secretService: served)
             return .status(status, failedMemoryLocks: header[Field.failedMemoryLocks]?.intValue ?? 0)
         case .unlock, .lock, .remove, .removeSeveral:
             return .done

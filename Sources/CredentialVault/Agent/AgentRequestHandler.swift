@@ -30,6 +30,8 @@ package final class AgentRequestHandler: Sendable {
     /// A vault's key is forgotten this long after it was unlocked, at the latest.
     package let maximumLifetime: Duration
     private let vaults = Mutex<[String: UnlockedVault]>([:])
+    /// What the agent serves on the session bus, for its status.
+    private let servedSecretService = Mutex<VaultAgentClient.Status.SecretService?>(nil)
     private let log: @Sendable (String) -> Void
     private let open: @Sendable (String, VaultKey) throws -> SecretStore
 
@@ -105,7 +107,13 @@ package final class AgentRequestHandler: Sendable {
                                                              expiresAt: wallNow.addingTimeInterval(SessionManager.seconds(expires - now)))
             }
         }
-        return .status(VaultAgentClient.Status(pid: getpid(), socket: socketPath, vaults: listed), failedMemoryLocks: SecureMemory.failedLocks)
+        return .status(VaultAgentClient.Status(pid: getpid(), socket: socketPath, vaults: listed, secretService: servedSecretService.withLock { $0 }),
+                       failedMemoryLocks: SecureMemory.failedLocks)
+    }
+
+    /// Records what the agent serves on the session bus (nil once it stopped), for its status.
+    package func announceSecretService(_ served: VaultAgentClient.Status.SecretService?) {
+        servedSecretService.withLock { $0 = served }
     }
 
     private func unlock(_ directory: String, key: VaultKey) throws -> AgentResponse {

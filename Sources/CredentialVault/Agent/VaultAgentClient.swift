@@ -64,6 +64,22 @@ public struct VaultAgentClient: Sendable {
         public let socket: String
         /// The vaults it holds unlocked.
         public let vaults: [UnlockedVault]
+        /// The Secret Service it serves on the session bus (`vault agent --secret-service`); nil when none.
+        public var secretService: SecretService? = nil
+
+        /// What an agent serves on the session bus.
+        public struct SecretService: Sendable, Equatable {
+            /// The bus name it owns (`org.freedesktop.secrets`).
+            public let busName: String
+            /// The directory of the vault served as the collection behind the `default` alias.
+            public let collection: String
+
+            /// What an agent serves; every member as named.
+            public init(busName: String, collection: String) {
+                self.busName = busName
+                self.collection = collection
+            }
+        }
     }
 
     /// The agent's status.

@@ -46,6 +46,8 @@ final class AgentServer: @unchecked Sendable {
     private let rules = Mutex(RulesState())
     /// Every open connection, with when it became idle (nil while a request is being answered).
     private let connections = Mutex<[Int32: ContinuousClock.Instant?]>([:])
+    /// The Secret Service provider, while it runs (`vault agent --secret-service`).
+    private let secretService = Mutex<(any RunningSecretService)?>(nil)
 
     /// The most connections served at once.
     static let maximumConnections = 64
@@ -140,7 +142,37 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// Serves until SIGTERM, SIGINT or SIGHUP; then forgets every key, removes the socket and returns.
+    /// Starts the Secret Service provider over this agent's vaults, answers and rules: it owns
+    /// `org.freedesktop.secrets` once this returns. Called after the socket is bound, before `run`.
+    /// On failure the socket is closed and removed (the agent does not start).
+    /// - Parameters:
+    ///   - support: the provider (`vault-secret-service`).
+    ///   - directory: the vault served as the default collection.
+    ///   - replace: take the name from the program that owns it.
+    ///   - environment: the command's environment.
+    /// - Throws: the provider's error: `.alreadyExists` (the name is owned, no `--replace`),
+    ///   `.agentUnavailable` (no session bus).
+    func startSecretService(_ support: any SecretServiceCommandSupport, directory: String, replace: Bool,
+                            environment: CommandEnvironment) throws {
+        let setup = SecretServiceSetup(directory: directory, replace: replace, handler: handler,
+                                       rules: { [self] in try currentRules() }, log: { AgentLog.write($0) }, environment: environment)
+        let running: any RunningSecretService
+        do {
+            running = try support.start(setup)
+        } catch {
+            closeSocket()
+            throw error
+        }
+        secretService.withLock { $0 = running }
+        handler.announceSecretService(VaultAgentClient.Status.SecretService(busName: Self.secretServiceBusName, collection: directory))
+        AgentLog.write("serving the Secret Service as \(Self.secretServiceBusName), default collection \(directory)")
+    }
+
+    /// The bus name the Secret Service is served under.
+    static let secretServiceBusName = "org.freedesktop.secrets"
+
+    /// Serves until SIGTERM, SIGINT or SIGHUP; then stops the Secret Service provider, forgets
+    /// every key, removes the socket and returns.
     /// - Parameter ready: called once the agent accepts connections.
     func run(ready: () -> Void) {
         wakeUpDescriptor.store(wakeUp.write, ordering: .sequentiallyConsistent)
@@ -161,7 +193,21 @@ final class AgentServer: @unchecked Sendable {
             if pollers[0].revents != 0 { acceptOne() }
         }
         wakeUpDescriptor.store(-1, ordering: .sequentiallyConsistent)
+        // The bus side goes first, so no D-Bus caller is answered once the keys are being forgotten.
+        if let running = secretService.withLock({ served -> (any RunningSecretService)? in
+            defer { served = nil }
+            return served
+        }) {
+            running.stop()
+            handler.announceSecretService(nil)
+            AgentLog.write("released \(Self.secretServiceBusName)")
+        }
         lockAll()
+        closeSocket()
+    }
+
+    /// Closes the listening socket and removes its file (when the agent made it).
+    private func closeSocket() {
         _ = close(listener)
         if ownsSocketFile { _ = unlink(socketPath) }
     }
@@ -268,7 +314,7 @@ final class AgentServer: @unchecked Sendable {
     /// The rules in force: re-read when the file or its folder changed. A file that became unusable,
     /// or that disappeared after rules were in force, refuses every entry request (with its error)
     /// until a usable one is back: deleting the file must not lift a deny rule.
-    private func currentRules() throws -> AgentRules? {
+    func currentRules() throws -> AgentRules? {
         guard let rulesPath else { return nil }
         let signature = Self.signature(of: rulesPath)
         let state = rules.withLock { $0 }

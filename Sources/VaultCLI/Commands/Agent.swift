@@ -9,7 +9,7 @@ import FoundationEssentials
 import VaultCrypto
 
 extension VaultCommand {
-    /// `vault agent [--sh | --status [--json]] [--idle-timeout D] [--max-lifetime D]`.
+    /// `vault agent [--sh | --status [--json]] [--idle-timeout D] [--max-lifetime D] [--secret-service [--replace] [--vault DIR]]`.
     struct Agent: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "agent",
@@ -25,6 +25,14 @@ extension VaultCommand {
                 activation through LISTEN_FDS works). --sh starts it in the background and prints the shell \
                 lines that export VAULT_AGENT_SOCK, as ssh-agent does: eval "$(vault agent --sh)". \
                 --status asks the running agent which vaults it holds and until when (exit 69 when none answers).
+
+                --secret-service also makes the agent the Secret Service on the session bus \
+                ($DBUS_SESSION_BUS_ADDRESS): it claims org.freedesktop.secrets, serves the vault in --vault DIR \
+                (default $VAULT_DIR) as the collection behind the 'default' and 'login' aliases, plus an \
+                in-memory 'session' collection, so libsecret, secret-tool, Python's keyring and git's \
+                credential-libsecret keep their secrets in vault, under the same rules file as the socket's \
+                callers. It refuses to start when another program owns the name, unless --replace. It runs in \
+                vault-secret-service, installed beside vault (exit 66 without it).
                 """
         )
 
@@ -47,9 +55,26 @@ extension VaultCommand {
                 transform: HumanDuration.seconds(in:))
         var maximumLifetime: Int64 = 8 * 3600
 
+        @Flag(name: .customLong("secret-service"),
+              help: "Also serve the Secret Service (org.freedesktop.secrets) on the session bus, the vault in --vault DIR as its default collection.")
+        var secretService = false
+
+        @Flag(help: "With --secret-service: take org.freedesktop.secrets from the program that owns it (e.g. gnome-keyring).")
+        var replace = false
+
+        @Option(help: ArgumentHelp(
+            "With --secret-service: the vault served as the default collection (default: $VAULT_DIR, else $XDG_DATA_HOME/vault, else ~/.local/share/vault).",
+            valueName: "DIR"), completion: .directory)
+        var vault: String?
+
+        var needsSecretService: Bool { secretService }
+
         func validate() throws {
             if shell, status { throw ValidationError("give either --sh or --status") }
             if json, !status { throw ValidationError("--json goes with --status") }
+            if status, secretService { throw ValidationError("--secret-service starts an agent; --status only asks the running one") }
+            if replace, !secretService { throw ValidationError("--replace goes with --secret-service") }
+            if vault != nil, !secretService { throw ValidationError("--vault goes with --secret-service (the agent holds every vault 'vault unlock' gives it)") }
             guard idleTimeout > 0, maximumLifetime > 0 else { throw ValidationError("--idle-timeout and --max-lifetime must be above 0s") }
         }
 
@@ -68,10 +93,31 @@ extension VaultCommand {
             }
             let server = try AgentServer(socketPath: path, idleTimeout: .seconds(idleTimeout), maximumLifetime: .seconds(maximumLifetime),
                                          environment: context.environment)
+            if secretService {
+                // After the socket is bound (so the provider's prompts can point at it), before any request is served.
+                try server.startSecretService(try context.requireSecretService(), directory: servedDirectory, replace: replace,
+                                              environment: context.environment)
+            }
             server.run {
                 AgentLog.write("listening on \(path) (keys forgotten after \(idleTimeout)s idle, \(maximumLifetime)s at most)")
             }
             AgentLog.write("stopped; every key forgotten")
+        }
+
+        /// The vault served as the Secret Service's default collection: `--vault`, else the default
+        /// location, canonical when it exists (the agent names the vaults it holds by their canonical path).
+        private var servedDirectory: String {
+            let directory = vault ?? VaultLocation.defaultDirectory()
+            return (try? VaultAgentClient.canonical(directory)) ?? directory
+        }
+
+        /// The options the agent started in the background gets: this command's, without `--sh`.
+        var backgroundArguments: [String] {
+            var arguments = ["vault", "agent", "--idle-timeout", "\(idleTimeout)s", "--max-lifetime", "\(maximumLifetime)s"]
+            if secretService { arguments.append("--secret-service") }
+            if replace { arguments.append("--replace") }
+            if let vault { arguments += ["--vault", (try? VaultAgentClient.canonical(vault)) ?? vault] }
+            return arguments
         }
 
         private func printStatus() throws {
@@ -82,10 +128,15 @@ extension VaultCommand {
                     ["directory": .string($0.directory), "unlockedAt": .string(RFC3339.string(from: $0.unlockedAt)),
                      "expiresAt": .string(RFC3339.string(from: $0.expiresAt))]
                 }
-                let report: JSONValue = ["pid": .integer(Int128(status.pid)), "socket": .string(status.socket), "vaults": .array(vaults)]
+                let served: JSONValue = status.secretService.map { ["busName": .string($0.busName), "collection": .string($0.collection)] } ?? .null
+                let report: JSONValue = ["pid": .integer(Int128(status.pid)), "socket": .string(status.socket), "vaults": .array(vaults),
+                                         "secretService": served]
                 return try StandardIO.printOutput(bytes: try report.serialized(prettyPrinted: true) + [UInt8(ascii: "\n")])
             }
             var text = "agent \(status.pid) on \(TerminalText.escaped(status.socket))\n"
+            if let served = status.secretService {
+                text += "Secret Service: \(TerminalText.escaped(served.busName)), default collection \(TerminalText.escaped(served.collection))\n"
+            }
             if status.vaults.isEmpty { text += "no vault unlocked\n" }
             for vault in status.vaults {
                 text += "unlocked: \(TerminalText.escaped(vault.directory)) (since \(RFC3339.string(from: vault.unlockedAt)), "
@@ -108,12 +159,20 @@ extension VaultCommand {
             if let running = try? VaultAgentClient(socketPath: path).status() {
                 return try printShellLines(socket: path, pid: running.pid, started: false)
             }
-            let pid = try Self.spawnDetached(["vault", "agent", "--idle-timeout", "\(idleTimeout)s", "--max-lifetime", "\(maximumLifetime)s"],
-                                             socket: path)
+            let pid = try Self.spawnDetached(backgroundArguments, socket: path)
             let client = VaultAgentClient(socketPath: path)
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
-                if (try? client.status()) != nil { return try printShellLines(socket: path, pid: pid, started: true) }
+                // Ready once it answers, and with --secret-service once it owns the name.
+                if let running = try? client.status(), !secretService || running.secretService != nil {
+                    return try printShellLines(socket: path, pid: pid, started: true)
+                }
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                    throw VaultError(.agentUnavailable, "the agent stopped as it started (exit \(code))", path: path,
+                                     fix: "run the same 'vault agent' command without --sh to see why")
+                }
                 usleep(20_000)
             }
             throw VaultError(.agentUnavailable, "the agent did not start within 10 s", path: path)

@@ -19,6 +19,8 @@ package final class CommandContext: Sendable {
     let oauth: (any OAuthCommandSupport)?
     /// The PostgreSQL store's support, in `vault-postgres`.
     let postgres: (any PostgresCommandSupport)?
+    /// The Secret Service provider's support, in `vault-secret-service`.
+    let secretService: (any SecretServiceCommandSupport)?
     /// `VAULT_PASSPHRASE` and `VAULT_NEW_PASSPHRASE` as the process found them.
     let passphrases: CapturedPassphrases
     /// The other environment variables the command reads, read once at start-up.
@@ -36,10 +38,11 @@ package final class CommandContext: Sendable {
         var session: SessionManager?
     }
 
-    init(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?, passphrases: CapturedPassphrases,
-         environment: CommandEnvironment) {
+    init(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?, secretService: (any SecretServiceCommandSupport)? = nil,
+         passphrases: CapturedPassphrases, environment: CommandEnvironment) {
         self.oauth = oauth
         self.postgres = postgres
+        self.secretService = secretService
         self.passphrases = passphrases
         self.environment = environment
     }
@@ -368,5 +371,11 @@ package final class CommandContext: Sendable {
     func requirePostgres() throws -> any PostgresCommandSupport {
         if let postgres { return postgres }
         throw HelperExecutable.postgres.missing()
+    }
+
+    /// The Secret Service provider's support, or an error naming the missing helper (exit 66).
+    func requireSecretService() throws -> any SecretServiceCommandSupport {
+        if let secretService { return secretService }
+        throw HelperExecutable.secretService.missing()
     }
 }

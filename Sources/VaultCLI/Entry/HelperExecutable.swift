@@ -6,7 +6,8 @@ import Glibc
 import CredentialVault
 
 /// A companion executable that `vault` replaces itself with for work it does not link: a
-/// PostgreSQL store (`vault-postgres`) or a call to an authorization server (`vault-oauth`).
+/// PostgreSQL store (`vault-postgres`), a call to an authorization server (`vault-oauth`) or the
+/// Secret Service on D-Bus (`vault-secret-service`).
 /// It is looked up only next to this executable's canonical path (`/proc/self/exe`), then in
 /// `../lib/vault/` from there (where scripts/install and the .deb put it); one that others could
 /// have planted or could swap is refused (`checkSafe`, exit 77). It is given the same arguments
@@ -28,6 +29,10 @@ struct HelperExecutable: Sendable {
     /// `vault-postgres`: the commands linked with the PostgreSQL store.
     static let postgres = HelperExecutable(name: "vault-postgres", purpose: "a PostgreSQL store",
                                            fix: "install it (scripts/install --with-postgres), or use the vault file")
+
+    /// `vault-secret-service`: the commands linked with the Secret Service provider (sd-bus).
+    static let secretService = HelperExecutable(name: "vault-secret-service", purpose: "serving the Secret Service on D-Bus",
+                                                fix: "install vault with its helpers (scripts/install, or the .deb)")
 
     /// The variable that tells a helper it was handed a command (its value: the helper's name).
     static let handOverMarker = "VAULT_HANDED_OVER_TO"

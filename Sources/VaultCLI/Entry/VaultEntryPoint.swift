@@ -7,9 +7,10 @@ import ArgumentParser
 import CredentialVault
 import VaultCrypto
 
-/// The entry point the three executables call: `vault` (Sources/VaultMain), `vault-oauth`
-/// (Sources/VaultOAuthMain, which links the OAuth client) and `vault-postgres`
-/// (Sources/VaultPostgresMain, which links the OAuth client and the PostgreSQL store).
+/// The entry point the four executables call: `vault` (Sources/VaultMain), `vault-oauth`
+/// (Sources/VaultOAuthMain, which links the OAuth client), `vault-postgres`
+/// (Sources/VaultPostgresMain, which links the OAuth client and the PostgreSQL store) and
+/// `vault-secret-service` (Sources/VaultSecretServiceMain, which links sd-bus).
 ///
 /// One pipeline, in a fixed order:
 /// 1. the hand-over marker is taken out of the environment (a helper knows it was handed a command),
@@ -18,7 +19,8 @@ import VaultCrypto
 ///    `vault-clipboard-clearer` runs that command of its own;
 /// 3. **store routing**: a command line or `VAULT_STORE` naming a PostgreSQL store goes to `vault-postgres`;
 /// 4. **parse** (`CommandParser`);
-/// 5. **hand-over**: a command whose `oauthHandOver` says so goes to `vault-oauth`. Steps 3 and 5
+/// 5. **hand-over**: a command that `needsSecretService` goes to `vault-secret-service`; one whose
+///    `oauthHandOver` says so goes to `vault-oauth`. Steps 3 and 5
 ///    are the only places the process is replaced (`HelperExecutable.replaceProcess`), before any
 ///    key, prompt, standard input or passphrase variable is read;
 /// 6. the process is hardened and the passphrases taken out of the environment;
@@ -35,7 +37,9 @@ package enum VaultEntryPoint {
     /// - Parameters:
     ///   - postgres: what the PostgreSQL store adds, when the executable links it.
     ///   - oauth: what the OAuth client adds, when the executable links it.
-    package static func run(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?) async -> Never {
+    ///   - secretService: what the Secret Service provider adds, when the executable links it.
+    package static func run(postgres: (any PostgresCommandSupport)?, oauth: (any OAuthCommandSupport)?,
+                            secretService: (any SecretServiceCommandSupport)? = nil) async -> Never {
         let arrivedAs = HelperExecutable.takeHandOverMarker()
         let arguments = CommandLine.arguments
         let environment = CommandEnvironment.process()
@@ -67,6 +71,9 @@ package enum VaultEntryPoint {
             exit(VaultExitStatus.success)
         }
 
+        if secretService == nil, command.needsSecretService {
+            HelperExecutable.secretService.replaceProcess(arrivedAs: arrivedAs)
+        }
         if oauth == nil {
             switch command.oauthHandOver {
             case .never: break
@@ -75,15 +82,16 @@ package enum VaultEntryPoint {
             }
         }
 
-        exit(await runCommand(command, oauth: oauth, postgres: postgres, environment: environment))
+        exit(await runCommand(command, oauth: oauth, postgres: postgres, secretService: secretService, environment: environment))
     }
 
     /// Runs `command` with a context of its own and returns the exit status. The context (and with
     /// it the key, the store and the session) is released, its key zeroised, before this returns,
     /// so nothing of it is alive when the process exits.
     private static func runCommand(_ command: any ContextCommand, oauth: (any OAuthCommandSupport)?,
-                                   postgres: (any PostgresCommandSupport)?, environment: CommandEnvironment) async -> Int32 {
-        let context = prepareProcess(oauth: oauth, postgres: postgres, environment: environment)
+                                   postgres: (any PostgresCommandSupport)?, secretService: (any SecretServiceCommandSupport)?,
+                                   environment: CommandEnvironment) async -> Int32 {
+        let context = prepareProcess(oauth: oauth, postgres: postgres, secretService: secretService, environment: environment)
         // The process's first libcrypto call, once the command is known (so `--version` and
         // help never load OpenSSL): openssl.cnf is honoured, its error texts are not loaded.
         CryptoLibrary.initializeForCommandLine()
@@ -113,10 +121,12 @@ package enum VaultEntryPoint {
     /// reports the failed write.
     /// - Returns: the context the command runs with.
     private static func prepareProcess(oauth: (any OAuthCommandSupport)?, postgres: (any PostgresCommandSupport)?,
+                                       secretService: (any SecretServiceCommandSupport)? = nil,
                                        environment: CommandEnvironment) -> CommandContext {
         ProcessHardening.disableCoreDumps()
         let passphrases = PassphraseEnvironment.capture()
         _ = signal(SIGPIPE, SIG_IGN)
-        return CommandContext(oauth: oauth, postgres: postgres, passphrases: passphrases, environment: environment)
+        return CommandContext(oauth: oauth, postgres: postgres, secretService: secretService, passphrases: passphrases,
+                              environment: environment)
     }
 }

@@ -70,6 +70,23 @@ package final class AgentPeer: Sendable {
         }
     }
 
+    /// A peer known from the bus (`GetConnectionCredentials`): its PID (`ProcessID`) and, where the
+    /// bus gives one (dbus-broker, dbus-daemon 1.15.8 and later), its pidfd (`ProcessFD`), which is
+    /// duplicated here and owned by this peer (the caller keeps and closes its own). Without one the
+    /// start time read before and after stands in, as on a kernel without `SO_PEERPIDFD`; a pidfd
+    /// that cannot be duplicated leaves the peer unidentified.
+    package init(pid: Int32, pidfd: Int32?) {
+        self.pid = pid
+        guard let pidfd else {
+            self.pidfd = -1
+            goneAtAccept = false
+            return
+        }
+        let held = fcntl(pidfd, F_DUPFD_CLOEXEC, 0)
+        self.pidfd = held
+        goneAtAccept = held < 0
+    }
+
     deinit {
         if pidfd >= 0 { _ = close(pidfd) }
     }

@@ -20,7 +20,11 @@ import CredentialVault
 /// `operations` (get, list, add, rm), `entries` (globs of the entry name), `owners` (globs of the
 /// owner), `clients` (globs of the caller's personality), `parents` (each glob matches some known
 /// executable in the caller's chain of ancestors), `units` (globs of the system manager's unit it
-/// runs in), `userUnits` (globs of the unit of the user's own manager it runs in). Globs are
+/// runs in), `userUnits` (globs of the unit of the user's own manager it runs in), `programs` (globs
+/// of the caller's own executable, not its ancestors'), `attributes` (an object of attribute name →
+/// glob of its value: the entry must have every named attribute with a matching value; an entry
+/// without one does not match, and neither does a request whose entry's attributes the agent does
+/// not know: a socket request, see `Access`). Globs are
 /// fnmatch(3) patterns where `*` also matches `/`; an unknown executable or unit matches none. For
 /// `list`, rules are applied to each entry and the entries a caller may not list are left out. No
 /// file: every process of the user is allowed, as with ssh-agent. The file and its folders are
@@ -39,8 +43,36 @@ package struct AgentRules: Sendable {
         let parents: [String]?
         let units: [String]?
         let userUnits: [String]?
+        /// Attribute name → glob of its value (Secret Service items' attributes, `xdg:schema` among them).
+        let attributes: [String: String]?
+        /// Globs of the caller's own executable (`executables.first`).
+        let programs: [String]?
 
+        /// A rule; a nil condition is absent (matches anything).
+        init(name: String, allow: Bool, operations: [AgentOperation]?, entries: [String]?, owners: [String]?, clients: [String]?,
+             parents: [String]?, units: [String]?, userUnits: [String]?, attributes: [String: String]? = nil, programs: [String]? = nil) {
+            self.name = name
+            self.allow = allow
+            self.operations = operations
+            self.entries = entries
+            self.owners = owners
+            self.clients = clients
+            self.parents = parents
+            self.units = units
+            self.userUnits = userUnits
+            self.attributes = attributes
+            self.programs = programs
+        }
+
+        /// Whether the rule matches a request whose entry's attributes are not known (a socket request).
         func matches(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> Bool {
+            matches(operation: operation, entry: entry, attributes: nil, caller: caller)
+        }
+
+        /// Whether every condition of the rule holds.
+        /// - Parameter attributes: the entry's attributes; nil when not known (then an `attributes` condition fails).
+        func matches(operation: AgentOperation, entry: (name: String, owner: String)?, attributes entryAttributes: [String: String]?,
+                     caller: AgentCaller) -> Bool {
             if let operations, !operations.contains(operation) { return false }
             if let entries {
                 guard let entry, entries.contains(where: { Self.glob($0, entry.name) }) else { return false }
@@ -59,6 +91,14 @@ package struct AgentRules: Sendable {
             if let userUnits {
                 guard let unit = caller.placement.userUnit, userUnits.contains(where: { Self.glob($0, unit) }) else { return false }
             }
+            if let programs {
+                guard let program = caller.executables.first ?? nil, programs.contains(where: { Self.glob($0, program) }) else { return false }
+            }
+            if let attributes {
+                guard let entryAttributes, attributes.allSatisfy({ name, pattern in
+                    entryAttributes[name].map { Self.glob(pattern, $0) } ?? false
+                }) else { return false }
+            }
             return true
         }
 
@@ -71,8 +111,27 @@ package struct AgentRules: Sendable {
     package let rules: [Rule]
 
     /// The decision for one operation: nil when allowed, else the rule that refused, with its place.
+    /// A rule with an `attributes` condition does not match: the entry's attributes are not known.
     package func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
-        for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, caller: caller) {
+        firstRefusal(operation: operation, entry: entry, attributes: nil, caller: caller)
+    }
+
+    /// The decision for one operation on an entry whose attributes are known (a D-Bus caller's
+    /// request on a Secret Service item): nil when allowed, else the rule that refused, with its place.
+    /// - Parameters:
+    ///   - operation: get, list, add or rm.
+    ///   - entry: the entry's name and owner (nil for a request on no one entry).
+    ///   - attributes: the entry's attributes (`xdg:schema` among them), matched by `attributes` conditions.
+    ///   - caller: who asks.
+    package func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, attributes: [String: String],
+                         caller: AgentCaller) -> (rule: Rule, index: Int)? {
+        firstRefusal(operation: operation, entry: entry, attributes: attributes, caller: caller)
+    }
+
+    /// The first rule that matches decides; none matching allows.
+    private func firstRefusal(operation: AgentOperation, entry: (name: String, owner: String)?, attributes: [String: String]?,
+                              caller: AgentCaller) -> (rule: Rule, index: Int)? {
+        for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, attributes: attributes, caller: caller) {
             return rule.allow ? nil : (rule, index)
         }
         return nil
@@ -105,7 +164,8 @@ package struct AgentRules: Sendable {
         guard let list = document["rules"]?.arrayValue else {
             throw VaultError(.invalidInput, "the agent's rules file has no \"rules\" list", path: path)
         }
-        let known: Set<String> = ["name", "action", "operations", "entries", "owners", "clients", "parents", "units", "userUnits"]
+        let known: Set<String> = ["name", "action", "operations", "entries", "owners", "clients", "parents", "units", "userUnits",
+                                  "attributes", "programs"]
         return AgentRules(rules: try list.enumerated().map { index, value in
             guard let object = value.objectValue, let action = object["action"]?.stringValue, action == "allow" || action == "deny" else {
                 throw VaultError(.invalidInput, "rule \(index + 1) of the agent's rules needs \"action\": \"allow\" or \"deny\"", path: path)
@@ -126,9 +186,19 @@ package struct AgentRules: Sendable {
                 }
                 return operation
             }
+            var attributes: [String: String]?
+            if let member = object["attributes"] {
+                guard let members = member.objectValue, case let patterns = members.compactMapValues(\.stringValue),
+                      patterns.count == members.count else {
+                    throw VaultError(.invalidInput, "\"attributes\" of rule \(index + 1) must be an object of attribute names and value patterns (strings)",
+                                     path: path)
+                }
+                attributes = patterns
+            }
             return Rule(name: object["name"]?.stringValue ?? "rule \(index + 1)", allow: action == "allow", operations: operations,
                         entries: try strings("entries"), owners: try strings("owners"), clients: try strings("clients"),
-                        parents: try strings("parents"), units: try strings("units"), userUnits: try strings("userUnits"))
+                        parents: try strings("parents"), units: try strings("units"), userUnits: try strings("userUnits"),
+                        attributes: attributes, programs: try strings("programs"))
         })
     }
 }

@@ -58,7 +58,10 @@ let package = Package(
             dependencies: [
                 "VaultCrypto",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // EFF's word list and its licence: embedded as Generation/EFFLargeWordList.swift
+            // (scripts/generate-wordlist), kept here as published.
+            exclude: ["Generation/Resources"]
         ),
         // The only target with a network dependency (docs/ARCHITECTURE.md).
         .target(

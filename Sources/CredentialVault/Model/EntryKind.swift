@@ -10,6 +10,9 @@ public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
     case password
     /// Anything else: API keys, cookies, app secrets.
     case generic
+    /// A TOTP seed (RFC 6238), stored as its `otpauth://totp/…` URI (`OTPAuthURI`).
+    /// Code 6: a build older than this kind refuses a file holding one (docs/FORMAT.md).
+    case totp
 
     /// The byte written to the file (format v1).
     package var code: UInt8 {
@@ -19,6 +22,7 @@ public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
         case .idToken: 3
         case .password: 4
         case .generic: 5
+        case .totp: 6
         }
     }
 

@@ -55,15 +55,17 @@ package final class AgentRequestHandler: Sendable {
     /// its `.invalidInput` error.
     /// - Parameters:
     ///   - message: the request as it arrived.
+    ///   - requester: who sent it (history writer tags); nil when not known.
     ///   - access: the rules for this caller, asked only for an entry request (get, list, add, rm);
     ///     nil when there are none; throws to refuse the request as a whole.
     /// - Returns: the answer to send.
-    package func answer(_ message: AgentMessage, access: (AgentOperation) throws -> (any AgentAccessPolicy)?) -> AgentMessage {
+    package func answer(_ message: AgentMessage, requester: AgentRequester? = nil,
+                        access: (AgentOperation) throws -> (any AgentAccessPolicy)?) -> AgentMessage {
         let response: AgentResponse
         do {
             let (request, bySession) = try AgentRequest.decode(message)
             let policy = request.operation.concernsEntries ? try access(request.operation) : nil
-            response = answer(request, bySession: bySession, policy: policy)
+            response = answer(request, bySession: bySession, policy: policy, requester: requester)
         } catch {
             response = .refused(Self.answerable(error))
         }
@@ -75,9 +77,12 @@ package final class AgentRequestHandler: Sendable {
     ///   - request: what is asked.
     ///   - bySession: whether the request is marked as the session's own (its reserved entries).
     ///   - policy: the caller's rules, nil when there are none.
+    ///   - requester: who sent it (history writer tags); nil when not known.
     /// - Returns: the answer; a failure is `.refused` with its error.
-    package func answer(_ request: AgentRequest, bySession: Bool = false, policy: (any AgentAccessPolicy)? = nil) -> AgentResponse {
-        let access = Access(operation: request.operation, bySession: bySession, policy: policy)
+    package func answer(_ request: AgentRequest, bySession: Bool = false, policy: (any AgentAccessPolicy)? = nil,
+                        requester: AgentRequester? = nil) -> AgentResponse {
+        let access = Access(operation: request.operation, bySession: bySession, policy: policy,
+                            writer: .agent(caller: requester?.summary ?? "a caller the agent was not told"))
         do {
             switch request {
             case .status: return status()
@@ -156,14 +161,14 @@ package final class AgentRequestHandler: Sendable {
     private func add(_ directory: String, entries: [NewEntry], replace: Bool, access: Access) throws -> AgentResponse {
         for entry in entries { try access.check((entry.name, entry.owner)) }
         let stored = try withVault(directory) { store in
-            try store.update { transaction in try entries.map { try transaction.put($0, replace: replace) } }
+            try store.update(as: access.writer) { transaction in try entries.map { try transaction.put($0, replace: replace) } }
         }
         return .metadata(stored)
     }
 
     private func remove(_ directory: String, name: String, owner: String, access: Access) throws -> AgentResponse {
         try access.check((name, owner))
-        try withVault(directory) { try $0.remove(named: name, owner: owner) }
+        try withVault(directory) { store in try store.update(as: access.writer) { try $0.remove(named: name, owner: owner) } }
         return .done
     }
 
@@ -171,7 +176,7 @@ package final class AgentRequestHandler: Sendable {
     private func remove(_ directory: String, names: [String], owner: String, rotatingDataKey: Bool, access: Access) throws -> AgentResponse {
         for name in names { try access.check((name, owner)) }
         try withVault(directory) { store in
-            try store.update { transaction in
+            try store.update(as: access.writer) { transaction in
                 for name in names where transaction.metadata(named: name, owner: owner) != nil {
                     try transaction.remove(named: name, owner: owner)
                 }
@@ -234,6 +239,8 @@ package final class AgentRequestHandler: Sendable {
         let operation: AgentOperation
         let bySession: Bool
         let policy: (any AgentAccessPolicy)?
+        /// Who writes, for the history of what this request writes.
+        let writer: EntryWriter
 
         func check(_ entry: (name: String, owner: String)) throws {
             if !bySession {

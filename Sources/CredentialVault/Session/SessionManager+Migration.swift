@@ -148,6 +148,8 @@ extension SessionManager {
                                                      label: existing.label, expiresAt: existing.expiresAt,
                                                      transferable: existing.transferable), replace: true)
                         try transaction.remove(named: item.name, owner: guest)
+                        // The guest's value went into the merge: no earlier version of it stays under the guest.
+                        transaction.forgetHistory(of: EntryKey(owner: guest, name: item.name))
                         moved.append(item.name)
                         continue
                     }

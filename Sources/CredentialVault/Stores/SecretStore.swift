@@ -209,6 +209,15 @@ public final class SecretStore: Sendable {
                     failures.append(.init(owner: sealed.owner, name: sealed.name, error: error))
                 }
             }
+            for record in image.history?.records ?? [] {
+                for version in record.versions {
+                    do {
+                        _ = try version.open(owner: record.owner, name: record.name, vaultID: image.vaultID, key: keys.history, path: vaultPath)
+                    } catch let error as VaultError {
+                        failures.append(.init(owner: record.owner, name: "\(record.name) (version \(version.version))", error: error))
+                    }
+                }
+            }
             return VerificationReport(vaultID: image.vaultID.hexString, generation: image.generation,
                                       entriesChecked: image.entries.count, failures: failures,
                                       formatVersion: Int(image.majorVersion))
@@ -248,12 +257,21 @@ public final class SecretStore: Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: what `body` throws; `.busy`; the errors of `open`; `.io`.
     public func update<T>(_ body: (inout VaultTransaction) throws -> T) throws -> T {
+        try update(as: .unspecified, body)
+    }
+
+    /// Applies several changes as one durable write under the vault lock, each value written
+    /// recorded as written by `writer` in its entry's history.
+    /// - Returns: What `body` returns.
+    /// - Throws: what `body` throws; `.busy`; the errors of `open`; `.io`.
+    public func update<T>(as writer: EntryWriter, _ body: (inout VaultTransaction) throws -> T) throws -> T {
         try state.withLock { state in
             let lock = try FileLock.acquire(path: lockPath, mode: .exclusive, timeout: options.lockTimeout)
             defer { lock.release() }
             SecureFileSystem.removeStaleTemporaryFiles(in: directory, for: FileNames.vault)
             let (image, keys, kek) = try load(&state)
             var transaction = VaultTransaction(image: image, keys: keys, now: options.clock(), path: vaultPath)
+            transaction.writer = writer
             let result = try body(&transaction)
             if transaction.changed {
                 var next = transaction.image
@@ -586,6 +604,17 @@ public final class SecretStore: Sendable {
             image.entries[position].nonce = sealed.nonce
             image.entries[position].ciphertext = sealed.ciphertext
             image.entries[position].tag = sealed.tag
+        }
+        // Kept earlier values move to the new key too (its history key is derived from the new data key).
+        if var section = image.history {
+            for position in section.records.indices {
+                let record = section.records[position]
+                section.records[position].versions = try record.versions.map { version in
+                    try version.resealed(owner: record.owner, name: record.name, vaultID: image.vaultID,
+                                         from: oldKeys.history, to: newKeys.history, path: path)
+                }
+            }
+            image.history = section
         }
     }
 

@@ -10,7 +10,9 @@ public struct VaultTransaction: ~Copyable {
     let keys: DataKeys
     let now: Date
     let path: String?
-    private(set) var changed = false
+    /// Who writes in this transaction: kept with each value it writes, for the entry's history.
+    public var writer: EntryWriter = .unspecified
+    internal(set) var changed = false
     private(set) var rotationRequested = false
 
     init(image: VaultImage, keys: DataKeys, now: Date, path: String?) {
@@ -64,6 +66,7 @@ public struct VaultTransaction: ~Copyable {
             expiresMilliseconds: entry.expiresAt?.millisecondsSince1970,
             transferable: entry.transferable,
             nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag)
+        try noteWrite(of: key, replacing: existing.map { image.entries[$0] }, with: stored.kind)
         if let existing {
             image.entries[existing] = stored
         } else {
@@ -76,7 +79,9 @@ public struct VaultTransaction: ~Copyable {
     /// Removes an entry.
     /// - Throws: `.notFound` when there is none.
     public mutating func remove(named name: String, owner: String = "") throws {
-        guard let position = image.index(of: EntryKey(owner: owner, name: name)) else { throw VaultError.entryNotFound(name) }
+        let key = EntryKey(owner: owner, name: name)
+        guard let position = image.index(of: key) else { throw VaultError.entryNotFound(name) }
+        try noteWrite(of: key, replacing: image.entries[position], with: nil)
         image.entries.remove(at: position)
         changed = true
     }
@@ -102,6 +107,12 @@ public struct VaultTransaction: ~Copyable {
         moved.nonce = sealed.nonce
         moved.ciphertext = sealed.ciphertext
         moved.tag = sealed.tag
+        // The value moves rather than changes: its writer goes with it, and the source keeps no history.
+        let sourceKey = EntryKey(owner: owner, name: name)
+        let movedWriter = recordedWriter(of: sourceKey)
+        forgetHistory(of: sourceKey)
+        try noteWrite(of: destinationKey, replacing: image.index(of: destinationKey).map { image.entries[$0] }, with: moved.kind,
+                      writerTag: movedWriter ?? EntryWriter.migration.tag)
         image.entries.remove(at: source)
         if let existing = image.index(of: destinationKey) {
             image.entries[existing] = moved
@@ -133,6 +144,7 @@ public struct VaultTransaction: ~Copyable {
     public mutating func removeAll(owner: String) -> Int {
         let before = image.entries.count
         image.entries.removeAll { $0.owner.sameBytes(as: owner) }
+        forgetHistory(owner: owner)
         let removed = before - image.entries.count
         if removed > 0 { changed = true }
         return removed

@@ -283,7 +283,7 @@ final class AgentServer: @unchecked Sendable {
 
     /// The answer to one request from `caller` (the connection's peer, identified when it was accepted).
     func answer(_ request: AgentMessage, caller: AgentCaller) -> AgentMessage {
-        handler.answer(request) { operation in try self.access(for: operation, caller: caller) }
+        handler.answer(request, requester: caller.requester) { operation in try self.access(for: operation, caller: caller) }
     }
 
     /// The rules as they apply to `caller`, for an entry request; nil when there are none.

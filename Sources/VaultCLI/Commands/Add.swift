@@ -14,6 +14,15 @@ extension VaultCommand {
                 is dropped. It is never taken from an argument.
 
                 Without --expires-at or --expires-in, a JWT's 'exp' claim is the expiry.
+
+                With --kind totp the secret is an otpauth://totp/ URI (seed in base32, algorithm \
+                SHA1/SHA256/SHA512, digits 6-8, period in seconds); a malformed one is refused (exit 64) \
+                naming the parameter, and nothing is stored. 'vault totp NAME' prints its codes.
+
+                With --generate the secret is a new random password (or with --words a passphrase, see \
+                'vault generate') that is stored without being shown: nothing is read from standard input \
+                and the secret never reaches a terminal, a pipe or an argument. The kind is then \
+                password unless --kind says otherwise.
                 """
         )
 
@@ -28,7 +37,7 @@ extension VaultCommand {
         @Option(help: ArgumentHelp("What the secret is: \(EntryKind.acceptedNames) (access-token etc. work too).",
                                    valueName: "KIND"),
                 completion: .list(EntryKind.allCases.map(\.rawValue)), transform: EntryKind.init(parsing:))
-        var kind: EntryKind = .generic
+        var kind: EntryKind?
 
         @Option(name: .customLong("expires-at"), help: ArgumentHelp(
             "When the secret expires, in RFC 3339 (2026-01-31T08:15:00Z).", valueName: "TIME"),
@@ -49,10 +58,18 @@ extension VaultCommand {
         @Flag(name: .customLong("non-transferable"), help: "With --guest: the item stays with the guest on sign-in (like consumables).")
         var nonTransferable = false
 
+        @Flag(help: "Store a newly generated password (or passphrase, with --words) instead of reading standard input; it is not shown.")
+        var generate = false
+
+        @OptionGroup(title: "Generated secret (with --generate)")
+        var recipe: SecretRecipeOptions
+
         @Option(help: .hidden)
         var owner = ""
 
         func validate() throws {
+            if recipe.isGiven, !generate { throw ValidationError("--length, --charset, --words and --separator go with --generate") }
+            if generate, kind == .totp { throw ValidationError("--generate makes a password, not a TOTP seed: give the otpauth URI on standard input") }
             if expiresAt != nil, expiresIn != nil { throw ValidationError("give either --expires-at or --expires-in, not both") }
             if nonTransferable, !guest { throw ValidationError("--non-transferable goes with --guest") }
             if guest, !owner.isEmpty { throw ValidationError("give either --guest or --owner, not both") }
@@ -63,12 +80,17 @@ extension VaultCommand {
             if guest { try context.requireFileStore(options) }
             let storage = try await context.storage(.entries, options)
             let owner = try guest ? Self.guestOwner(in: options.directory) : self.owner
-            let secret = try SecretInput.read(for: name, allowPrompt: !options.noPrompt)
+            let kind = self.kind ?? (generate ? .password : .generic)
+            let recipe = generate ? try self.recipe.recipe() : nil
+            let secret = try recipe.map(SecretGenerator.generate) ?? SecretInput.read(for: name, allowPrompt: !options.noPrompt)
+            // Refused before anything is written: the error names the parameter, never the seed.
+            if kind == .totp { _ = try OTPAuthURI(parsing: secret) }
             let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
             let stored = try await storage.storeEntry(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label,
                                                                expiresAt: expiry, transferable: !nonTransferable),
-                                                      replace: replace)
-            ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date()))).")
+                                                      replace: replace, writer: .add)
+            ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date())))"
+                             + (recipe.map { ": a generated \($0.summary)." } ?? "."))
         }
     }
 }

@@ -66,7 +66,7 @@ extension VaultCommand {
             if !dryRun, !plan.toImport.isEmpty {
                 _ = try await storage.storeEntries(plan.toImport.map {
                     NewEntry(name: $0.name, owner: "", secret: $0.secret, kind: .generic, label: $0.label, expiresAt: nil)
-                }, replace: replace)
+                }, replace: replace, writer: .import)
             }
             if json { return try printReport(plan, written: !dryRun) }
             if dryRun {

@@ -4,6 +4,8 @@ struct IndexContents {
     /// v2 and v3: the key of the rollback record (see `RollbackRecord`); nil for v1.
     var stateKey: [UInt8]?
     var entries: [SealedEntry]
+    /// v3 with the header's history flag: the entries' earlier values (nil: none written).
+    var history: HistorySection? = nil
 }
 
 /// Encodes and strictly decodes the plaintext of the entry index.
@@ -20,7 +22,9 @@ enum IndexCodec {
 
     /// The plaintext of a v2 index, without its padding: vault id, generation, entry count,
     /// exact values length, state key, entries.
-    static func encodeV2(_ entries: [SealedEntry], vaultID: [UInt8], generation: UInt64, stateKey: [UInt8]) -> [UInt8] {
+    /// A history section, when given, follows the entries (v3 only; the header's history flag says so).
+    static func encodeV2(_ entries: [SealedEntry], vaultID: [UInt8], generation: UInt64, stateKey: [UInt8],
+                         history: HistorySection? = nil) -> [UInt8] {
         var writer = ByteWriter(capacity: 72 + entries.count * 120)
         writer.append(contentsOf: vaultID)
         writer.append(generation)
@@ -28,6 +32,7 @@ enum IndexCodec {
         writer.append(UInt64(entries.reduce(0) { $0 + $1.ciphertext.count }))
         writer.append(contentsOf: stateKey)
         appendEntries(entries, to: &writer)
+        if let history { HistoryCodec.append(history, to: &writer) }
         return writer.bytes
     }
 
@@ -88,8 +93,9 @@ enum IndexCodec {
     /// zero and exactly the padded size), the state key, and canonical index padding.
     /// `valuesRegion` is the values and their padding: in v3, the opened values layer, whose
     /// salt (`regionOverhead` bytes) count towards the padded size.
+    /// `hasHistory` (the header's history flag): a history section follows the entries.
     static func decodeV2(_ plain: [UInt8], vaultID: [UInt8], valuesRegion: ArraySlice<UInt8>, regionOverhead: Int = 0,
-                         path: String?) throws -> IndexContents {
+                         hasHistory: Bool = false, path: String?) throws -> IndexContents {
         var reader = ByteReader(plain, region: "entry index")
         func corrupt(_ why: String) -> VaultError { VaultError.tampered(region: "entry index (\(why))", path: path) }
 
@@ -107,12 +113,13 @@ enum IndexCodec {
         let stateKey = Array(try reader.readBytes(VaultFileLayout.stateKeyByteCount))
         let values = valuesRegion.prefix(Int(valuesLength))
         let entries = try decodeEntries(&reader, count: count, values: values, corrupt)
+        let history = hasHistory ? try HistoryCodec.read(&reader, corrupt) : nil
         guard plain.count == paddedV2Length(unpadded: reader.offset) else { throw corrupt("padding is not the canonical length") }
         try checkZeroPadding(&reader, corrupt)
         guard valuesRegion[values.endIndex...].allSatisfy({ $0 == 0 }) else {
             throw VaultError.tampered(region: "values region (non-zero padding)", path: path)
         }
-        return IndexContents(generation: generation, stateKey: stateKey, entries: entries)
+        return IndexContents(generation: generation, stateKey: stateKey, entries: entries, history: history)
     }
 
     private static func checkZeroPadding(_ reader: inout ByteReader, _ corrupt: (String) -> VaultError) throws {

@@ -45,11 +45,12 @@ enum VaultFileCodec {
             contents = IndexContents(generation: header.generation, stateKey: nil, entries: entries)
         } else {
             contents = try IndexCodec.decodeV2(indexBytes, vaultID: header.vaultID, valuesRegion: values,
-                                               regionOverhead: layout.valuesLayerOverhead, path: path)
+                                               regionOverhead: layout.valuesLayerOverhead,
+                                               hasHistory: header.flags & VaultFileLayout.headerFlagHistory != 0, path: path)
         }
         let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
                                slot: header.slot, generation: contents.generation, entries: contents.entries,
-                               stateKey: contents.stateKey)
+                               stateKey: contents.stateKey, history: contents.history)
         return (image, keys, kek)
     }
 
@@ -62,15 +63,19 @@ enum VaultFileCodec {
             preconditionFailure("vault entries out of byte order: the in-memory image is inconsistent")
         }
         let layout = image.majorVersion >= 3 ? HeaderLayout.v3 : HeaderLayout.v2
+        // History only in v3 (`VaultTransaction` keeps none in a v2 file), and only when there is some.
+        let history = layout.majorVersion >= 3 ? image.history.flatMap { $0.isEmpty ? nil : $0 } : nil
         var header = VaultFileHeader(layout: layout, minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID,
-                                     slot: image.slot, generation: 0, indexCiphertextLength: 0, valuesLength: 0, mac: [])
+                                     slot: image.slot, generation: 0, indexCiphertextLength: 0, valuesLength: 0, mac: [],
+                                     flags: history == nil ? 0 : VaultFileLayout.headerFlagHistory)
         let wrapped = try KeyHierarchy.wrap(dek: keys.dek, kek: kek, aad: header.wrapAAD())
         header.slot.wrapNonce = wrapped.nonce
         header.slot.wrappedDEK = wrapped.ciphertext
         header.slot.wrapTag = wrapped.tag
 
         let stateKey = try image.stateKey ?? SecureRandom.bytes(count: VaultFileLayout.stateKeyByteCount)
-        var plainIndex = IndexCodec.encodeV2(image.entries, vaultID: image.vaultID, generation: image.generation, stateKey: stateKey)
+        var plainIndex = IndexCodec.encodeV2(image.entries, vaultID: image.vaultID, generation: image.generation, stateKey: stateKey,
+                                             history: history)
         defer { SecureWipe.wipe(&plainIndex) }
         plainIndex.append(contentsOf: repeatElement(0, count: IndexCodec.paddedV2Length(unpadded: plainIndex.count) - plainIndex.count))
         let valuesLength = image.entries.reduce(0) { $0 + $1.ciphertext.count }

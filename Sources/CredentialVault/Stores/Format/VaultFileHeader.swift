@@ -25,6 +25,8 @@ struct VaultFileHeader: Sendable, Equatable {
     /// v1: the exact length of the values section; v2, v3: the padded size of the values region.
     var valuesLength: UInt64
     var mac: [UInt8]
+    /// Header flags: 0, or (v3) `VaultFileLayout.headerFlagHistory`.
+    var flags: UInt16 = 0
 
     /// The bytes covered by the wrapped key's AAD: magic through salt.
     func wrapAAD() -> [UInt8] {
@@ -32,7 +34,7 @@ struct VaultFileHeader: Sendable, Equatable {
         writer.append(contentsOf: VaultFileLayout.magic)
         writer.append(layout.majorVersion)
         writer.append(minorVersion)
-        writer.append(UInt16(0))
+        writer.append(flags)
         writer.append(contentsOf: vaultID)
         writer.append(slot.kind.rawValue)
         writer.append(slot.scrypt.logN)
@@ -113,7 +115,8 @@ struct VaultFileHeader: Sendable, Equatable {
 
         var reader = ByteReader(Array(file[0..<layout.headerByteCount]), region: "header", offset: 10)
         let flags = try reader.readUInt16()
-        guard flags == 0 else {
+        let knownFlags = layout.majorVersion >= 3 ? VaultFileLayout.headerFlagHistory : 0
+        guard flags & ~knownFlags == 0 else {
             throw VaultError(.unsupportedVersion, "vault header has unknown flags 0x\(String(flags, radix: 16))",
                              path: path, fix: "open it with the vault release that wrote it, or a newer one")
         }
@@ -138,7 +141,7 @@ struct VaultFileHeader: Sendable, Equatable {
         let header = VaultFileHeader(
             layout: layout, minorVersion: minor, vaultID: vaultID,
             slot: KeySlot(kind: kind, scrypt: parameters, salt: salt, wrapNonce: wrapNonce, wrappedDEK: wrapped, wrapTag: wrapTag),
-            generation: generation, indexCiphertextLength: indexLength, valuesLength: valuesLength, mac: mac)
+            generation: generation, indexCiphertextLength: indexLength, valuesLength: valuesLength, mac: mac, flags: flags)
 
         guard header.announcedFileLength <= UInt64(VaultLimits.maximumFileBytes) else {
             throw VaultError.corrupt("header announces more than the \(VaultLimits.maximumFileBytes)-byte cap", path: path)

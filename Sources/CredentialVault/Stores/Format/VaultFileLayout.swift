@@ -56,6 +56,13 @@ enum VaultFileLayout {
     static let stateRecordInfo = Array("vault/v2/state-record".utf8)
     /// v3: the key of one write's values layer: HKDF(DEK, vault id ‖ the region's salt, this label).
     static let valuesLayerInfo = Array("vault/v3/values-layer".utf8)
+    /// v3: the history key, HKDF(DEK, vault id, this label), and the prefix of a history value's AAD.
+    static let historyInfo = Array("vault/v3/history".utf8)
+
+    /// Header flag bit 0 (v3 only): the index carries a history section after the entries. Set only
+    /// when there is one, so a vault without history is written as before; a release older than
+    /// history refuses the bit as an unsupported version (its check of the header flags).
+    static let headerFlagHistory: UInt16 = 1 << 0
 
     /// Entry flag bits in the index.
     static let flagHasLabel: UInt8 = 1 << 0

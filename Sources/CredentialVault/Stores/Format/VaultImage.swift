@@ -11,6 +11,8 @@ struct VaultImage: Sendable {
     /// The key of this vault's rollback record, fixed for the vault's life from its first v2
     /// write on (nil when read from a v1 file: the next write makes one).
     var stateKey: [UInt8]?
+    /// v3: the entries' earlier values and the vault's history limit (nil: the default limit, nothing kept yet).
+    var history: HistorySection? = nil
 
     /// Binary search for an entry.
     func index(of key: EntryKey) -> Int? {

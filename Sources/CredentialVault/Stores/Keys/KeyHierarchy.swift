@@ -12,6 +12,8 @@ struct DataKeys: Sendable {
     let indexV2: SymmetricKey
     /// The value key (the same in every version).
     let value: SymmetricKey
+    /// v3: the key of the entries' kept earlier values (`HistorySection`).
+    let history: SymmetricKey
 
     /// The header MAC key of a layout.
     func headerMAC(_ layout: HeaderLayout) -> SymmetricKey { layout.majorVersion == 1 ? headerMACV1 : headerMACV2 }
@@ -28,6 +30,7 @@ struct DataKeys: Sendable {
         headerMACV2 = try derive(VaultFileLayout.headerMACInfoV2)
         indexV2 = try derive(VaultFileLayout.indexKeyInfoV2)
         value = try derive(VaultFileLayout.valueKeyInfo)
+        history = try derive(VaultFileLayout.historyInfo)
     }
 }
 

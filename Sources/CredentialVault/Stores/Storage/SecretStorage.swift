@@ -29,6 +29,10 @@ package protocol SecretStorage: Sendable {
     /// - Throws: `.alreadyExists` without `replace`, `.invalidInput`, and the errors of writing.
     func storeEntries(_ entries: [NewEntry], replace: Bool) async throws -> [EntryMetadata]
 
+    /// As `storeEntries(_:replace:)`, naming who writes (kept in each entry's history where the
+    /// storage keeps one: the vault file; the others ignore it).
+    func storeEntries(_ entries: [NewEntry], replace: Bool, writer: EntryWriter) async throws -> [EntryMetadata]
+
     /// Removes one entry.
     /// - Throws: `.notFound` when it is not there.
     func removeEntry(named name: String, owner: String) async throws
@@ -49,10 +53,15 @@ package enum StorageKind: String, Sendable {
 }
 
 extension SecretStorage {
+    /// Storage without history ignores the writer.
+    package func storeEntries(_ entries: [NewEntry], replace: Bool, writer: EntryWriter) async throws -> [EntryMetadata] {
+        try await storeEntries(entries, replace: replace)
+    }
+
     /// Adds one entry, or replaces it when `replace` is true.
     /// - Returns: The stored metadata.
-    package func storeEntry(_ entry: NewEntry, replace: Bool) async throws -> EntryMetadata {
-        let stored = try await storeEntries([entry], replace: replace)
+    package func storeEntry(_ entry: NewEntry, replace: Bool, writer: EntryWriter = .unspecified) async throws -> EntryMetadata {
+        let stored = try await storeEntries([entry], replace: replace, writer: writer)
         guard let metadata = stored.first else { throw VaultError(.io, "the store reported no entry written") }
         return metadata
     }

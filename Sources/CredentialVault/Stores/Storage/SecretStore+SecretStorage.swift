@@ -14,7 +14,11 @@ extension SecretStore: SecretStorage {
     }
 
     package func storeEntries(_ entries: [NewEntry], replace: Bool) async throws -> [EntryMetadata] {
-        try update { transaction in
+        try await storeEntries(entries, replace: replace, writer: .unspecified)
+    }
+
+    package func storeEntries(_ entries: [NewEntry], replace: Bool, writer: EntryWriter) async throws -> [EntryMetadata] {
+        try update(as: writer) { transaction in
             try entries.map { try transaction.put($0, replace: replace) }
         }
     }

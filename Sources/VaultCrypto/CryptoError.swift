@@ -13,6 +13,7 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case randomGenerationFailed
         case openSSL(operation: String, detail: String)
         case unusableKey(detail: String)
+        case invalidPadding
     }
 
     let kind: Kind
@@ -56,6 +57,11 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         CryptoError(.openSSL(operation: operation, detail: detail))
     }
 
+    /// A CBC ciphertext whose length is not a positive multiple of the block size, or whose
+    /// PKCS#7 padding is wrong after decryption: wrong key or IV, or altered bytes (CBC does not
+    /// authenticate, so this is not a reliable tamper check).
+    public static let invalidPadding = CryptoError(.invalidPadding)
+
     /// A public or private key that is refused: too short, not on its curve, or of another
     /// kind than the algorithm needs (`detail` names why, never key bytes).
     public static func unusableKey(_ detail: String) -> CryptoError {
@@ -92,6 +98,8 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
             return "OpenSSL \(operation) failed: \(detail)"
         case let .unusableKey(detail):
             return "unusable key: \(detail)"
+        case .invalidPadding:
+            return "invalid CBC length or padding: wrong key or IV, or altered bytes"
         }
     }
 }

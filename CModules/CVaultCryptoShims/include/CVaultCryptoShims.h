@@ -114,4 +114,54 @@ int vault_es256_sign(const uint8_t *d, const uint8_t *x, const uint8_t *y,
                      const uint8_t *message, size_t message_len,
                      uint8_t *signature);
 
+// MARK: Secret Service session crypto (secret_service.c)
+
+struct evp_pkey_st;
+
+/// The size of the RFC 2409 second Oakley group's prime (1024 bits), and so of the shared secret.
+#define VAULT_DH_MODP1024_BYTES 128
+/// The longest peer public key accepted: leading zero bytes are allowed up to this length.
+#define VAULT_DH_MODP1024_MAX_PEER_BYTES 256
+/// AES-128-CBC's key, IV and block size.
+#define VAULT_AES128CBC_KEY_BYTES 16
+#define VAULT_AES128CBC_BLOCK_BYTES 16
+
+/// A fresh Diffie-Hellman key pair in the RFC 2409 second Oakley group (1024-bit MODP prime,
+/// generator 2; a 1023-bit private value) from EVP_PKEY_keygen. NULL on failure. Free with vault_dh_free.
+struct evp_pkey_st *vault_dh_modp1024_generate(void);
+
+/// The same group's key pair for a given private value (big-endian, 0 < x < q), for
+/// known-answer tests. NULL when refused or on failure. Free with vault_dh_free.
+struct evp_pkey_st *vault_dh_modp1024_from_private(const uint8_t *private_key, size_t private_len);
+
+/// The public value y = g^x mod p, big-endian without leading zeros (as libsecret and
+/// gnome-keyring send it), into `out` (VAULT_DH_MODP1024_BYTES); its length into `out_len`.
+int vault_dh_modp1024_public_key(const struct evp_pkey_st *key, uint8_t *out, size_t *out_len);
+
+/// The shared secret with the peer's public value (big-endian, leading zeros allowed), padded
+/// to VAULT_DH_MODP1024_BYTES with leading zeros into `secret`. Returns VAULT_SHIM_OK,
+/// VAULT_SHIM_KEY_REFUSED (empty or over VAULT_DH_MODP1024_MAX_PEER_BYTES, not 1 < y < p - 1,
+/// or y^q mod p != 1 for q = (p - 1) / 2) or VAULT_SHIM_ERROR; `secret` is wiped unless OK.
+int vault_dh_modp1024_derive(const struct evp_pkey_st *key,
+                             const uint8_t *peer, size_t peer_len,
+                             uint8_t *secret);
+
+/// Frees a key from vault_dh_modp1024_generate/_from_private (EVP_PKEY_free: the private
+/// value is cleared).
+void vault_dh_free(struct evp_pkey_st *key);
+
+/// AES-128-CBC encryption with PKCS#7 padding (16-byte key and IV). `ciphertext` must hold
+/// plaintext_len + 16 bytes; the length written goes to `ciphertext_len`.
+/// Returns VAULT_SHIM_OK or VAULT_SHIM_ERROR.
+int vault_aes128cbc_encrypt(const uint8_t *key, const uint8_t *iv,
+                            const uint8_t *plaintext, size_t plaintext_len,
+                            uint8_t *ciphertext, size_t *ciphertext_len);
+
+/// AES-128-CBC decryption with PKCS#7 padding. `plaintext` must hold ciphertext_len + 16 bytes
+/// and is wiped unless the result is VAULT_SHIM_OK. Returns VAULT_SHIM_AUTH_FAILED for a
+/// length that is not a positive multiple of 16 or a bad padding, else OK or ERROR.
+int vault_aes128cbc_decrypt(const uint8_t *key, const uint8_t *iv,
+                            const uint8_t *ciphertext, size_t ciphertext_len,
+                            uint8_t *plaintext, size_t *plaintext_len);
+
 #endif

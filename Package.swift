@@ -7,6 +7,7 @@ import PackageDescription
 // VaultPostgresMain (vault-postgres) → VaultOAuthCLI + CredentialVaultPostgres.
 // CredentialVaultOAuth → CredentialVault (+ AsyncHTTPClient); neither the core nor `vault` links the network.
 // CredentialVaultPostgres → CredentialVault (+ PostgresNIO): the fleet store, a product of its own.
+// VaultSecretServiceMain (vault-secret-service) → VaultSecretService → VaultCLI + CSystemdBus → libsystemd (sd-bus).
 // Benchmarks/Package.swift and Examples/Package.swift are packages of their own that depend on this one.
 let package = Package(
     name: "vault",
@@ -17,6 +18,9 @@ let package = Package(
         .executable(name: "vault-oauth", targets: ["VaultOAuthMain"]),
         // The same commands linked with the PostgreSQL store; `vault` hands it any postgres:// store.
         .executable(name: "vault-postgres", targets: ["VaultPostgresMain"]),
+        // The same commands linked with sd-bus; `vault` hands it `agent --secret-service` and
+        // `import --from secret-service` (the freedesktop Secret Service provider).
+        .executable(name: "vault-secret-service", targets: ["VaultSecretServiceMain"]),
         .library(name: "CredentialVault", targets: ["CredentialVault"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
         // The OAuth 2.0 client; a product of its own so that the core links no HTTP stack.
@@ -43,6 +47,13 @@ let package = Package(
             path: "CModules/COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev", "pkg-config"])]
+        ),
+        // sd-bus (libsystemd), used only by VaultSecretService: the D-Bus of the Secret Service provider.
+        .systemLibrary(
+            name: "CSystemdBus",
+            path: "CModules/CSystemdBus",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
         ),
         .target(
             name: "CVaultCryptoShims",
@@ -102,12 +113,16 @@ let package = Package(
         ),
         // The commands' OAuth support (`OAuthCommandSupport`), for the executables that link the client.
         .target(name: "VaultOAuthCLI", dependencies: ["VaultCLI", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"]),
+        // The Secret Service provider (`SecretServiceCommands`): the only target that speaks D-Bus.
+        .target(name: "VaultSecretService", dependencies: ["VaultCLI", "CredentialVault", "VaultCrypto", "CSystemdBus"]),
         // `vault`: links neither the HTTP stack nor a database driver (docs/ARCHITECTURE.md, "Helper executables").
         .executableTarget(name: "VaultMain", dependencies: ["VaultCLI"]),
         // `vault-oauth`: the same commands with the OAuth client.
         .executableTarget(name: "VaultOAuthMain", dependencies: ["VaultCLI", "VaultOAuthCLI"]),
         // `vault-postgres`: the same commands with the OAuth client and the PostgreSQL store.
         .executableTarget(name: "VaultPostgresMain", dependencies: ["VaultCLI", "VaultOAuthCLI", "CredentialVaultPostgres", "CredentialVault", "VaultCrypto"]),
+        // `vault-secret-service`: the same commands with the Secret Service provider.
+        .executableTarget(name: "VaultSecretServiceMain", dependencies: ["VaultCLI", "VaultSecretService"]),
         // Test workers: programs the tests start as other processes (Tests/Workers, not products).
         // Opens, writes and locks a vault from another process (the concurrency and crash tests).
         .executableTarget(
@@ -172,6 +187,11 @@ let package = Package(
             dependencies: ["CredentialVault", "VaultCrypto", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain",
                            "TestScheduling"],
             resources: [.copy("Fixtures")]
+        ),
+        // The Secret Service provider against a private dbus-daemon and the real clients (secret-tool, secretstorage).
+        .testTarget(
+            name: "VaultSecretServiceTests",
+            dependencies: ["VaultSecretService", "VaultCLI", "CredentialVault", "VaultCrypto", "VaultSecretServiceMain", "TestScheduling"]
         ),
     ]
 )

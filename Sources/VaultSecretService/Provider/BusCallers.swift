@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CredentialVault
+import VaultCLI
+
+/// Who is calling, per unique bus name: asked of the bus (`GetConnectionCredentials`: UnixUserID,
+/// ProcessID, and ProcessFD where the bus gives one) on the first call from that name, identified
+/// as socket callers are (`AgentCaller.identify`), and bound to the name for the connection's
+/// life. A unique name is never reused by the bus, so the binding cannot pass to another process;
+/// it is forgotten when the connection leaves (NameOwnerChanged). Bus-thread only.
+final class BusCallers {
+    /// What is known of one connection.
+    enum Identity {
+        /// A process of the agent's user.
+        case caller(AgentCaller)
+        /// Refused: another user's, or the bus could not say.
+        case refused(BusError)
+    }
+
+    private var known: [String: Identity] = [:]
+    /// The most connections remembered at once (a bound on a flood of short-lived clients; the
+    /// oldest are asked again if they call after being dropped).
+    static let maximumKnown = 4096
+
+    /// The identity of `sender`, asked of the bus on its first call.
+    func identity(of sender: String, on connection: BusConnection) -> Identity {
+        if let identity = known[sender] { return identity }
+        let identity = Self.ask(sender, connection)
+        if known.count >= Self.maximumKnown { known.removeAll() }
+        known[sender] = identity
+        return identity
+    }
+
+    /// Forgets a connection that left the bus.
+    func forget(_ sender: String) {
+        known[sender] = nil
+    }
+
+    private static func ask(_ sender: String, _ connection: BusConnection) -> Identity {
+        let answer: [BusValue]
+        do {
+            answer = try connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                         member: "GetConnectionCredentials", arguments: [.string(sender)])
+        } catch {
+            return .refused(.accessDenied("the bus did not say who \(sender) is: \(error)"))
+        }
+        guard let credentials = answer.first?.dictionary,
+              let uid = credentials["UnixUserID"]?.unwrapped.uint32Value,
+              let pid = credentials["ProcessID"]?.unwrapped.uint32Value else {
+            return .refused(.accessDenied("the bus gave no user and process for \(sender)"))
+        }
+        guard uid == getuid() else {
+            return .refused(.accessDenied("the Secret Service of this agent serves only its own user (uid \(getuid())); \(sender) is uid \(uid)"))
+        }
+        // A ProcessFD arrives as a descriptor number of the answer message, already closed once the
+        // answer was read; dbus-daemon 1.14 (Debian 12) sends none. Without one, the start time
+        // stands in (AgentPeer).
+        let peer = AgentPeer(pid: Int32(bitPattern: pid), pidfd: nil)
+        return .caller(AgentCaller.identify(peer))
+    }
+}

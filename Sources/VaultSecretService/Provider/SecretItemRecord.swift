@@ -1,0 +1,65 @@
+import CredentialVault
+import FoundationEssentials
+
+/// What the provider knows of an item without its secret: the Item's properties.
+struct SecretItemRecord {
+    /// The item's path element (the vault entry's name).
+    let name: String
+    /// The item's label.
+    var label: String
+    /// The item's attributes as clients see them (the hidden content type left out).
+    var attributes: [String: String]
+    /// The secret's content type ("text/plain" unless the client said otherwise).
+    var contentType: String
+    /// When it was made, in seconds since 1970.
+    var created: UInt64
+    /// When it last changed, in seconds since 1970.
+    var modified: UInt64
+
+    /// The attribute, kept with the entry's sealed attributes, that holds a content type other than
+    /// "text/plain". It is not shown in the item's Attributes, nor matched by searches.
+    static let contentTypeAttribute = "vault:content-type"
+    /// The content type of a secret whose client named none.
+    static let defaultContentType = "text/plain"
+
+    /// An item as a vault entry of owner `secret-service` stores it.
+    init(metadata: EntryMetadata) {
+        name = metadata.name
+        label = metadata.label ?? ""
+        var visible = metadata.attributes
+        contentType = visible.removeValue(forKey: Self.contentTypeAttribute) ?? Self.defaultContentType
+        attributes = visible
+        created = Self.seconds(metadata.createdAt)
+        modified = Self.seconds(metadata.updatedAt)
+    }
+
+    /// An item of an in-memory collection.
+    init(name: String, label: String, attributes: [String: String], contentType: String, created: UInt64, modified: UInt64) {
+        self.name = name
+        self.label = label
+        self.attributes = attributes
+        self.contentType = contentType
+        self.created = created
+        self.modified = modified
+    }
+
+    /// The attributes a vault entry stores: the visible ones and the content type when not the default.
+    var storedAttributes: [String: String] {
+        var stored = attributes
+        stored[Self.contentTypeAttribute] = contentType == Self.defaultContentType ? nil : contentType
+        return stored
+    }
+
+    /// Whether every attribute of `query` is one of the item's with the same value (an empty query matches all).
+    func matches(_ query: [String: String]) -> Bool {
+        query.allSatisfy { attributes[$0.key] == $0.value }
+    }
+
+    /// Seconds since 1970 of a date (0 before it).
+    static func seconds(_ date: Date) -> UInt64 {
+        UInt64(max(0, date.timeIntervalSince1970.rounded(.down)))
+    }
+
+    /// Now, in seconds since 1970.
+    static var now: UInt64 { seconds(Date()) }
+}

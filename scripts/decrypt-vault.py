@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 MAGIC = bytes([0x89, 0x56, 0x41, 0x55, 0x4C, 0x54, 0x0D, 0x0A])
-KINDS = {1: "accessToken", 2: "refreshToken", 3: "idToken", 4: "password", 5: "generic"}
+KINDS = {1: "accessToken", 2: "refreshToken", 3: "idToken", 4: "password", 5: "generic", 6: "totp"}
 
 
 def hkdf(ikm, salt, info):
@@ -42,10 +42,26 @@ def parse_entries(index, pos, count, values, k_value, vault_id):
         owner, name = owner_b.decode(), name_b.decode()
         kind_code = take(1)[0]
         eflags = take(1)[0]
-        if eflags & ~7: sys.exit("unknown entry flags")
+        if eflags & ~15: sys.exit("unknown entry flags")
         label = take(struct.unpack(">H", take(2))[0]).decode() if eflags & 1 else None
         created, updated = struct.unpack(">qq", take(16))
         expires = struct.unpack(">q", take(8))[0] if eflags & 2 else None
+        attributes = {}
+        if eflags & 8:   # has attributes: u8 count (1..64), then (u16 len, name, u16 len, value) by ascending name bytes
+            attribute_count = take(1)[0]
+            if not 1 <= attribute_count <= 64: sys.exit("attribute count out of range")
+            previous_name = None
+            for _ in range(attribute_count):
+                name_len = struct.unpack(">H", take(2))[0]
+                if not 1 <= name_len <= 256: sys.exit("attribute name length out of range")
+                attribute_name = take(name_len)
+                value_len = struct.unpack(">H", take(2))[0]
+                if value_len > 1024: sys.exit("attribute value length out of range")
+                attribute_value = take(value_len)
+                if b"\0" in attribute_name or b"\0" in attribute_value: sys.exit("attribute holds NUL")
+                if previous_name is not None and not previous_name < attribute_name: sys.exit("attributes out of order")
+                previous_name = attribute_name
+                attributes[attribute_name.decode()] = attribute_value.decode()
         offset, length = struct.unpack(">QI", take(12))
         if offset != expected_offset or offset + length > len(values): sys.exit("bad value offsets")
         expected_offset += length
@@ -56,7 +72,8 @@ def parse_entries(index, pos, count, values, k_value, vault_id):
         entries.append({
             "owner": owner, "name": name, "kind": KINDS[kind_code], "label": label,
             "createdMs": created, "updatedMs": updated, "expiresMs": expires,
-            "transferable": bool(eflags & 4), "secretBase64": base64.b64encode(secret).decode(),
+            "transferable": bool(eflags & 4), "attributes": attributes,
+            "secretBase64": base64.b64encode(secret).decode(),
         })
     if expected_offset != len(values): sys.exit("values not fully claimed")
     if any(index[pos:]): sys.exit("non-zero padding")
@@ -82,7 +99,8 @@ def main():
     if len(data) < header_len: sys.exit("header ends early")
     if hashlib.sha256(data[:checksummed]).digest()[:8] != data[checksummed:header_len]: sys.exit("bad checksum")
     flags, = struct.unpack(">H", data[10:12])
-    if flags != 0: sys.exit("unknown flags")
+    # Bit 1 (v3): some entry has attributes. (Bit 0, history, is not read by this script.)
+    if flags & ~2 or (flags and major != 3): sys.exit("unknown flags")
     vault_id = data[12:28]
     kind, log_n = data[28], data[29]
     r, p = struct.unpack(">II", data[30:38])
@@ -139,6 +157,7 @@ def main():
         entries, end = parse_entries(index, 68, count, region[:exact_values], k_value, vault_id)
         fixed = header_len + 12 + 16
         if len(index) != -(-(fixed + end) // 1024) * 1024 - fixed: sys.exit("index padding not canonical")
+    if bool(flags & 2) != any(entry["attributes"] for entry in entries): sys.exit("attribute flag does not match the entries")
     json.dump({"format": major, "vaultId": vault_id.hex(), "generation": generation, "entries": entries}, sys.stdout, indent=2)
     print()
 

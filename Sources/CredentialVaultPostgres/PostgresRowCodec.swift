@@ -224,11 +224,21 @@ enum PostgresRowCodec {
         // The metadata prefix and the secret are sealed as one message; the secret is copied
         // into a SecureBytes-backed buffer so no plaintext copy outlives this call.
         let header = writer.bytes
-        let plain = SecureBytes(count: header.count + entry.secret.count) { buffer in
+        // Attributes follow the secret, only when there are any: a row without them is sealed as
+        // before, and a release before attributes refuses a row with them (its secret length check).
+        var trailer = ByteWriter(capacity: 0)
+        if !metadata.attributes.isEmpty { appendAttributes(metadata.attributes, to: &trailer) }
+        let attributeBytes = trailer.bytes
+        let plain = SecureBytes(count: header.count + entry.secret.count + attributeBytes.count) { buffer in
             header.withUnsafeBytes { buffer.copyMemory(from: $0) }
             entry.secret.withUnsafeBytes { secret in
                 if let base = secret.baseAddress, secret.count > 0 {
                     UnsafeMutableRawBufferPointer(rebasing: buffer[header.count...]).copyMemory(from: UnsafeRawBufferPointer(start: base, count: secret.count))
+                }
+            }
+            if !attributeBytes.isEmpty {
+                attributeBytes.withUnsafeBytes {
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[(header.count + entry.secret.count)...]).copyMemory(from: $0)
                 }
             }
         }
@@ -250,7 +260,7 @@ enum PostgresRowCodec {
         var bytes = plain.withUnsafeBytes { Array($0) }
         defer { SecureWipe.wipe(&bytes) }
         let (metadata, secretOffset) = try parseMetadata(bytes, lookup: lookup, keys: keys)
-        return VaultEntry(metadata: metadata, secret: plain.slice(secretOffset..<plain.count))
+        return VaultEntry(metadata: metadata, secret: plain.slice(secretOffset..<(secretOffset + metadata.secretByteCount)))
     }
 
     /// The metadata of an opened row, and where its secret starts.
@@ -266,14 +276,47 @@ enum PostgresRowCodec {
         let updatedAt = date(try reader.readInt64())
         let expiresAt: Date? = try reader.readUInt8() == 1 ? date(try reader.readInt64()) : nil
         let secretCount = Int(try reader.readUInt32())
-        guard secretCount == reader.remaining else { throw tampered("secret length") }
+        guard secretCount <= reader.remaining else { throw tampered("secret length") }
+        let secretOffset = reader.offset
+        _ = try reader.readBytes(secretCount)
+        let attributes = reader.remaining > 0 ? try readAttributes(&reader) : [:]
         // The lookup must be the keyed hash of what the row says it is: a row moved under
         // another lookup, even of this vault, is refused.
         guard try Self.lookup(owner: owner, name: name, keys: keys) == lookup else { throw tampered("moved row") }
         let metadata = EntryMetadata(name: name, owner: owner, kind: kind, label: label, createdAt: createdAt,
                                      updatedAt: updatedAt, expiresAt: expiresAt, transferable: transferable,
-                                     secretByteCount: secretCount)
-        return (metadata, reader.offset)
+                                     secretByteCount: secretCount, attributes: attributes)
+        return (metadata, secretOffset)
+    }
+
+    /// `u8 count (1…64)` then each `u32 len ‖ name ‖ u32 len ‖ value`, names ascending by bytes.
+    private static func appendAttributes(_ attributes: [String: String], to writer: inout ByteWriter) {
+        let sorted = attributes.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        writer.append(UInt8(clamping: sorted.count))
+        for (name, value) in sorted {
+            appendString(name, to: &writer)
+            appendString(value, to: &writer)
+        }
+    }
+
+    /// The attributes after a row's secret, held to the writer's rules; nothing may follow them.
+    private static func readAttributes(_ reader: inout ByteReader) throws -> [String: String] {
+        func tampered(_ why: String) -> VaultError { VaultError.tampered(region: "entry row (\(why))") }
+        let count = Int(try reader.readUInt8())
+        guard count >= 1, count <= VaultLimits.maximumAttributes else { throw tampered("attribute count") }
+        var attributes: [String: String] = [:]
+        var previousName: String?
+        for _ in 0..<count {
+            let name = try readString(&reader)
+            let value = try readString(&reader)
+            guard !name.isEmpty, name.utf8.count <= VaultLimits.maximumAttributeNameBytes,
+                  !name.utf8.contains(0), !value.utf8.contains(0) else { throw tampered("attribute") }
+            if let previousName, !previousName.utf8.lexicographicallyPrecedes(name.utf8) { throw tampered("attribute order") }
+            guard attributes.updateValue(value, forKey: name) == nil else { throw tampered("attribute order") }
+            previousName = name
+        }
+        guard reader.remaining == 0 else { throw tampered("trailing bytes") }
+        return attributes
     }
 
     private static func appendString(_ text: String, to writer: inout ByteWriter) {

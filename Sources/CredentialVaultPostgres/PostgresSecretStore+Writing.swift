@@ -56,6 +56,7 @@ extension PostgresSecretStore {
                 try EntryValidation.checkName(entry.name)
                 try EntryValidation.checkOwner(entry.owner)
                 try EntryValidation.checkLabel(entry.label)
+                try EntryValidation.checkAttributes(entry.attributes)
                 try EntryValidation.checkSecret(byteCount: entry.secret.count)
             }
         }
@@ -101,7 +102,8 @@ extension PostgresSecretStore {
                 let metadata = EntryMetadata(name: entry.name, owner: entry.owner, kind: entry.kind, label: entry.label,
                                              createdAt: entry.preservedTimestamps?.createdAt ?? createdAt,
                                              updatedAt: entry.preservedTimestamps?.updatedAt ?? now, expiresAt: entry.expiresAt,
-                                             transferable: entry.transferable, secretByteCount: entry.secret.count)
+                                             transferable: entry.transferable, secretByteCount: entry.secret.count,
+                                             attributes: entry.attributes)
                 let sealed = try PostgresRowCodec.seal(VaultEntry(metadata: metadata, secret: entry.secret), vaultID: self.vaultID,
                                                        lookup: lookup, rowGeneration: newGeneration, keys: keys)
                 let generationColumn = Int64(newGeneration)

@@ -125,6 +125,7 @@ private enum Field {
     static let updatedAtSeconds = "updatedAtSeconds"
     static let transferable = "transferable"
     static let secretBytes = "secretBytes"
+    static let attributes = "attributes"
 }
 
 /// How an unlock request names its key.
@@ -234,14 +235,40 @@ extension AgentRequest {
         return (request, bySession)
     }
 
+    /// An entry to add, as the request describes it; `attributes` only when there are some, so an entry
+    /// without them is described with the same bytes as before they existed.
     private static func description(of entry: NewEntry) -> JSONValue {
-        [
+        var fields: [String: JSONValue] = [
             Field.name: .string(entry.name), Field.owner: .string(entry.owner), Field.kind: .string(entry.kind.rawValue),
             Field.label: entry.label.map(JSONValue.string) ?? .null,
             Field.expiresAtSeconds: entry.expiresAt.map { .number($0.timeIntervalSince1970) } ?? .null,
             Field.transferable: .bool(entry.transferable),
         ]
+        if !entry.attributes.isEmpty { fields[Field.attributes] = attributesJSON(entry.attributes) }
+        return .object(fields)
     }
+}
+
+/// Attributes as the agent's messages carry them: a JSON object of strings.
+private func attributesJSON(_ attributes: [String: String]) -> JSONValue {
+    .object(attributes.mapValues(JSONValue.string))
+}
+
+/// Attributes from a JSON object of strings; absent or null is none.
+/// - Throws: `.invalidInput` when the field is another type or holds a non-string.
+private func attributes(fromJSON value: JSONValue?) throws -> [String: String] {
+    guard let value, !value.isNull else { return [:] }
+    guard let object = value.objectValue else {
+        throw VaultError(.invalidInput, "the \"\(Field.attributes)\" field is not an object")
+    }
+    var attributes: [String: String] = [:]
+    for (name, member) in object {
+        guard let text = member.stringValue else {
+            throw VaultError(.invalidInput, "the \"\(Field.attributes)\" field holds a value that is not a string")
+        }
+        attributes[name] = text
+    }
+    return attributes
 }
 
 /// A request's header read field by field: a missing required field and a field of the wrong
@@ -306,7 +333,8 @@ private struct RequestHeader {
                 }
                 return NewEntry(name: name, owner: try fields.owner(), secret: secret, kind: kind, label: try fields.optionalString(Field.label),
                                 expiresAt: try fields.optionalNumber(Field.expiresAtSeconds).map(Date.init(timeIntervalSince1970:)),
-                                transferable: try fields.optionalBool(Field.transferable) ?? true)
+                                transferable: try fields.optionalBool(Field.transferable) ?? true,
+                                attributes: try attributes(fromJSON: description[Field.attributes]))
             } catch {
                 throw VaultError(.invalidInput, "an entry of the request is malformed")
             }
@@ -401,9 +429,9 @@ extension AgentResponse {
         }
     }
 
-    /// Entry metadata as the agent sends it.
+    /// Entry metadata as the agent sends it (`attributes` only when there are some, as in requests).
     private static func json(of metadata: EntryMetadata) -> JSONValue {
-        [
+        var fields: [String: JSONValue] = [
             Field.name: .string(metadata.name), Field.owner: .string(metadata.owner), Field.kind: .string(metadata.kind.rawValue),
             Field.label: metadata.label.map(JSONValue.string) ?? .null,
             Field.createdAtSeconds: .number(metadata.createdAt.timeIntervalSince1970),
@@ -411,6 +439,8 @@ extension AgentResponse {
             Field.expiresAtSeconds: metadata.expiresAt.map { .number($0.timeIntervalSince1970) } ?? .null,
             Field.transferable: .bool(metadata.transferable), Field.secretBytes: .integer(Int128(metadata.secretByteCount)),
         ]
+        if !metadata.attributes.isEmpty { fields[Field.attributes] = attributesJSON(metadata.attributes) }
+        return .object(fields)
     }
 
     /// Entry metadata from the agent's JSON.
@@ -424,6 +454,16 @@ extension AgentResponse {
         return EntryMetadata(name: name, owner: owner, kind: kind, label: json[Field.label]?.stringValue,
                              createdAt: Date(timeIntervalSince1970: created), updatedAt: Date(timeIntervalSince1970: updated),
                              expiresAt: json[Field.expiresAtSeconds]?.doubleValue.map(Date.init(timeIntervalSince1970:)),
-                             transferable: json[Field.transferable]?.boolValue ?? true, secretByteCount: size)
+                             transferable: json[Field.transferable]?.boolValue ?? true, secretByteCount: size,
+                             attributes: try agentAttributes(json[Field.attributes]))
+    }
+
+    /// The attributes of the agent's metadata; a malformed field is a malformed answer.
+    private static func agentAttributes(_ value: JSONValue?) throws -> [String: String] {
+        do {
+            return try attributes(fromJSON: value)
+        } catch {
+            throw VaultError(.agentUnavailable, "the agent sent malformed entry metadata")
+        }
     }
 }

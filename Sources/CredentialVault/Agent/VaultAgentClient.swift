@@ -121,6 +121,13 @@ public struct VaultAgentClient: Sendable {
         guard case let .metadata(stored) = try exchange(.add(directory: try Self.canonical(directory), entries: entries, replace: replace)) else {
             throw Self.unexpectedAnswer
         }
+        // An agent started from a build before attributes ignores them; say so rather than lose them quietly.
+        if stored.count == entries.count,
+           zip(entries, stored).contains(where: { !$0.attributes.isEmpty && $1.attributes.isEmpty }) {
+            throw VaultError(.agentUnavailable,
+                             "the agent stored the entries without their attributes: it was started from an older release",
+                             fix: "restart the agent from this release, then store the entries again")
+        }
         return stored
     }
 

@@ -20,10 +20,13 @@ public struct EntryMetadata: Sendable, Hashable, Codable {
     public var transferable: Bool
     /// The secret's length in bytes.
     public var secretByteCount: Int
+    /// Free-form name → value pairs (a Secret Service item's attributes, e.g. `xdg:schema`), sealed
+    /// with the rest of the metadata; empty for most entries. Limits: `VaultLimits.maximumAttributes`.
+    public var attributes: [String: String]
 
     /// Creates metadata.
     public init(name: String, owner: String, kind: EntryKind, label: String?, createdAt: Date, updatedAt: Date,
-                expiresAt: Date?, transferable: Bool, secretByteCount: Int) {
+                expiresAt: Date?, transferable: Bool, secretByteCount: Int, attributes: [String: String] = [:]) {
         self.name = name
         self.owner = owner
         self.kind = kind
@@ -33,6 +36,22 @@ public struct EntryMetadata: Sendable, Hashable, Codable {
         self.expiresAt = expiresAt
         self.transferable = transferable
         self.secretByteCount = secretByteCount
+        self.attributes = attributes
+    }
+
+    /// Decodes metadata; `attributes` may be absent (metadata encoded before it existed).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try container.decode(String.self, forKey: .name),
+                  owner: try container.decode(String.self, forKey: .owner),
+                  kind: try container.decode(EntryKind.self, forKey: .kind),
+                  label: try container.decodeIfPresent(String.self, forKey: .label),
+                  createdAt: try container.decode(Date.self, forKey: .createdAt),
+                  updatedAt: try container.decode(Date.self, forKey: .updatedAt),
+                  expiresAt: try container.decodeIfPresent(Date.self, forKey: .expiresAt),
+                  transferable: try container.decode(Bool.self, forKey: .transferable),
+                  secretByteCount: try container.decode(Int.self, forKey: .secretByteCount),
+                  attributes: try container.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:])
     }
 
     /// True when `expiresAt` is known and not after `now`.

@@ -34,6 +34,8 @@ public struct NewEntry: Sendable {
     public var expiresAt: Date?
     /// Whether it moves to the account on sign-in from guest.
     public var transferable: Bool
+    /// Name → value attributes, sealed with the metadata (see `EntryMetadata.attributes`).
+    public var attributes: [String: String]
     /// The creation and update times to store instead of "now": set only when an entry is copied
     /// from one store to another (`vault migrate-store`), so that a migration keeps them.
     package var preservedTimestamps: PreservedTimestamps?
@@ -50,7 +52,8 @@ public struct NewEntry: Sendable {
 
     /// Describes a new or replacement entry.
     public init(name: String, owner: String = "", secret: SecureBytes, kind: EntryKind = .generic,
-                label: String? = nil, expiresAt: Date? = nil, transferable: Bool = true) {
+                label: String? = nil, expiresAt: Date? = nil, transferable: Bool = true,
+                attributes: [String: String] = [:]) {
         self.name = name
         self.owner = owner
         self.secret = secret
@@ -58,6 +61,7 @@ public struct NewEntry: Sendable {
         self.label = label
         self.expiresAt = expiresAt
         self.transferable = transferable
+        self.attributes = attributes
         self.preservedTimestamps = nil
     }
 
@@ -65,7 +69,8 @@ public struct NewEntry: Sendable {
     package init(copying entry: VaultEntry) {
         let metadata = entry.metadata
         self.init(name: metadata.name, owner: metadata.owner, secret: entry.secret, kind: metadata.kind,
-                  label: metadata.label, expiresAt: metadata.expiresAt, transferable: metadata.transferable)
+                  label: metadata.label, expiresAt: metadata.expiresAt, transferable: metadata.transferable,
+                  attributes: metadata.attributes)
         self.preservedTimestamps = PreservedTimestamps(createdAt: metadata.createdAt, updatedAt: metadata.updatedAt)
     }
 }
@@ -76,6 +81,12 @@ public enum VaultLimits {
     public static let maximumNameBytes = 256
     /// Longest label, in UTF-8 bytes.
     public static let maximumLabelBytes = 1024
+    /// Most attributes on one entry.
+    public static let maximumAttributes = 64
+    /// Longest attribute name, in UTF-8 bytes (at least 1).
+    public static let maximumAttributeNameBytes = 256
+    /// Longest attribute value, in UTF-8 bytes (may be empty).
+    public static let maximumAttributeValueBytes = 1024
     /// Largest secret: 1 MiB.
     public static let maximumSecretBytes = 1 << 20
     /// Most entries in one vault.

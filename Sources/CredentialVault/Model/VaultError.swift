@@ -99,6 +99,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case storedClientProfileCopy(differs: Bool)
         /// The stored client's CA bundle changed (`changed`) or has no fingerprint: store the client with its bundle again.
         case storedClientCABundle(changed: Bool)
+        /// Entry attributes refused because the vault file is kept at an older format version.
+        case attributesNeedNewerFormat
         /// Entry history asked of a vault file kept at an older format version.
         case historyNeedsNewerFormat
         /// An entry that belongs to the session (`ReservedEntryNames`), refused for this use.

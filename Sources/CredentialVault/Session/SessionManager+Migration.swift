@@ -146,7 +146,8 @@ extension SessionManager {
                     case let .merged(value):
                         try transaction.put(NewEntry(name: existing.name, owner: account, secret: value, kind: existing.kind,
                                                      label: existing.label, expiresAt: existing.expiresAt,
-                                                     transferable: existing.transferable), replace: true)
+                                                     transferable: existing.transferable, attributes: existing.attributes),
+                                            replace: true)
                         try transaction.remove(named: item.name, owner: guest)
                         // The guest's value went into the merge: no earlier version of it stays under the guest.
                         transaction.forgetHistory(of: EntryKey(owner: guest, name: item.name))

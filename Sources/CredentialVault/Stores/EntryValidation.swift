@@ -20,6 +20,38 @@ package enum EntryValidation {
         try checkText(label, what: "label", cap: VaultLimits.maximumLabelBytes, allowEmpty: true)
     }
 
+    /// Attributes: at most `VaultLimits.maximumAttributes`, each name 1…256 UTF-8 bytes, each value
+    /// 0…1,024, neither holding NUL (the D-Bus and C clients that set them cannot carry one).
+    /// Other characters are allowed (a Secret Service client may store any text); front ends escape them.
+    package static func checkAttributes(_ attributes: [String: String]) throws {
+        guard attributes.count <= VaultLimits.maximumAttributes else {
+            throw VaultError(.invalidInput,
+                             "the entry has \(attributes.count) attributes; the limit is \(VaultLimits.maximumAttributes)",
+                             fix: "keep fewer attributes")
+        }
+        for (name, value) in attributes {
+            let nameLength = name.utf8.count
+            guard nameLength > 0 else {
+                throw VaultError(.invalidInput, "an attribute name is empty", fix: "give every attribute a non-empty name")
+            }
+            guard nameLength <= VaultLimits.maximumAttributeNameBytes else {
+                throw VaultError(.invalidInput,
+                                 "an attribute name is \(nameLength) bytes; the limit is \(VaultLimits.maximumAttributeNameBytes) bytes",
+                                 fix: "use a shorter attribute name")
+            }
+            let valueLength = value.utf8.count
+            guard valueLength <= VaultLimits.maximumAttributeValueBytes else {
+                throw VaultError(.invalidInput,
+                                 "the value of attribute '\(TerminalText.escaped(name))' is \(valueLength) bytes; the limit is \(VaultLimits.maximumAttributeValueBytes) bytes",
+                                 fix: "use a shorter attribute value")
+            }
+            guard !name.utf8.contains(0), !value.utf8.contains(0) else {
+                throw VaultError(.invalidInput, "an attribute name or value contains a NUL character",
+                                 fix: "remove the NUL characters")
+            }
+        }
+    }
+
     package static func checkSecret(byteCount: Int) throws {
         guard byteCount <= VaultLimits.maximumSecretBytes else {
             throw VaultError(.invalidInput,

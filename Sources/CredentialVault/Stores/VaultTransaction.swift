@@ -47,7 +47,14 @@ public struct VaultTransaction: ~Copyable {
         try EntryValidation.checkName(entry.name)
         try EntryValidation.checkOwner(entry.owner)
         try EntryValidation.checkLabel(entry.label)
+        try EntryValidation.checkAttributes(entry.attributes)
         try EntryValidation.checkSecret(byteCount: entry.secret.count)
+        if !entry.attributes.isEmpty, image.majorVersion < VaultFileLayout.currentMajorVersion {
+            throw VaultError(.invalidInput,
+                             "this vault file is format version \(max(image.majorVersion, 2)), kept so that older releases can still read it; entry attributes need format version \(VaultFileLayout.currentMajorVersion)",
+                             path: path, fix: "upgrade the vault file to the newest format first, or store the entry without attributes",
+                             topic: .attributesNeedNewerFormat)
+        }
         let key = EntryKey(owner: entry.owner, name: entry.name)
         let existing = image.index(of: key)
         if existing != nil, !replace { throw VaultError.entryExists(entry.name) }
@@ -65,7 +72,8 @@ public struct VaultTransaction: ~Copyable {
             updatedMilliseconds: entry.preservedTimestamps?.updatedAt.millisecondsSince1970 ?? nowMilliseconds,
             expiresMilliseconds: entry.expiresAt?.millisecondsSince1970,
             transferable: entry.transferable,
-            nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag)
+            nonce: sealed.nonce, ciphertext: sealed.ciphertext, tag: sealed.tag,
+            attributes: entry.attributes)
         try noteWrite(of: key, replacing: existing.map { image.entries[$0] }, with: stored.kind)
         if let existing {
             image.entries[existing] = stored

@@ -133,9 +133,17 @@ enum FuzzEntryPoints {
             let empty = IndexCodec.encode([], vaultID: context.templateHeader.vaultID, generation: context.templateHeader.generation)
             let (plainV2, valuesV2) = try plainIndex(of: context.templateV2, context: context)
             let (plainV3, valuesV3) = try plainIndex(of: context.templateV3, context: context)
+            // The v3 index again with attributes on its first entry (flag bit 3), so the fuzzer reaches them.
+            var contents = try IndexCodec.decodeV2(plainV3, vaultID: context.templateHeader.vaultID, valuesRegion: valuesV3[...],
+                                                   regionOverhead: VaultFileLayout.valuesLayerOverhead, path: nil)
+            contents.entries[0].attributes = ["xdg:schema": "org.git.Password", "server": "example.com", "empty": ""]
+            var withAttributes = IndexCodec.encodeV2(contents.entries, vaultID: context.templateHeader.vaultID,
+                                                     generation: contents.generation, stateKey: contents.stateKey ?? [])
+            withAttributes += [UInt8](repeating: 0, count: IndexCodec.paddedV2Length(unpadded: withAttributes.count) - withAttributes.count)
             return [[UInt8(values.count >> 8), UInt8(values.count & 0xFF)] + plain + values, [0, 0] + empty,
                     [0x80 | UInt8(valuesV2.count >> 8), UInt8(valuesV2.count & 0xFF)] + plainV2 + valuesV2,
-                    [0xC0 | UInt8(valuesV3.count >> 8), UInt8(valuesV3.count & 0xFF)] + plainV3 + valuesV3]
+                    [0xC0 | UInt8(valuesV3.count >> 8), UInt8(valuesV3.count & 0xFF)] + plainV3 + valuesV3,
+                    [0xC0 | UInt8(valuesV3.count >> 8), UInt8(valuesV3.count & 0xFF)] + withAttributes + valuesV3]
         case .byteReader:
             return [[5, 0, 1, 2, 3, 4] + Array(0..<40), [3, 5 | (3 << 3), 6, 7, 1, 2, 3, 4, 5, 6]]
         case .profile:

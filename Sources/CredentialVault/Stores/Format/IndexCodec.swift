@@ -55,6 +55,7 @@ enum IndexCodec {
             if entry.label != nil { flags |= VaultFileLayout.flagHasLabel }
             if entry.expiresMilliseconds != nil { flags |= VaultFileLayout.flagHasExpiry }
             if entry.transferable { flags |= VaultFileLayout.flagTransferable }
+            if !entry.attributes.isEmpty { flags |= VaultFileLayout.flagHasAttributes }
             writer.append(flags)
             if let label = entry.label {
                 writer.append(UInt16(label.utf8.count))
@@ -63,11 +64,23 @@ enum IndexCodec {
             writer.append(entry.createdMilliseconds)
             writer.append(entry.updatedMilliseconds)
             if let expires = entry.expiresMilliseconds { writer.append(expires) }
+            if !entry.attributes.isEmpty { appendAttributes(entry.sortedAttributes, to: &writer) }
             writer.append(offset)
             writer.append(UInt32(entry.ciphertext.count))
             writer.append(contentsOf: entry.nonce)
             writer.append(contentsOf: entry.tag)
             offset += UInt64(entry.ciphertext.count)
+        }
+    }
+
+    /// count (u8, 1…64), then each (u16 name length, name, u16 value length, value) by ascending name bytes.
+    private static func appendAttributes(_ attributes: [(name: String, value: String)], to writer: inout ByteWriter) {
+        writer.append(UInt8(clamping: attributes.count))
+        for attribute in attributes {
+            writer.append(UInt16(attribute.name.utf8.count))
+            writer.append(contentsOf: attribute.name.utf8)
+            writer.append(UInt16(attribute.value.utf8.count))
+            writer.append(contentsOf: attribute.value.utf8)
         }
     }
 
@@ -145,6 +158,7 @@ enum IndexCodec {
             let created = try reader.readInt64()
             let updated = try reader.readInt64()
             let expires = flags & VaultFileLayout.flagHasExpiry != 0 ? try reader.readInt64() : nil
+            let attributes = flags & VaultFileLayout.flagHasAttributes != 0 ? try readAttributes(&reader, corrupt) : [:]
             let offset = try reader.readUInt64()
             let length = Int(try reader.readUInt32())
             guard offset == expectedOffset else { throw corrupt("value offsets are not contiguous") }
@@ -158,7 +172,8 @@ enum IndexCodec {
             let entry = SealedEntry(name: name, owner: owner, kind: kind, label: label,
                                     createdMilliseconds: created, updatedMilliseconds: updated, expiresMilliseconds: expires,
                                     transferable: flags & VaultFileLayout.flagTransferable != 0,
-                                    nonce: nonce, ciphertext: values[start..<(start + length)], tag: tag)
+                                    nonce: nonce, ciphertext: values[start..<(start + length)], tag: tag,
+                                    attributes: attributes)
             if let previous = entries.last, !(previous.key < entry.key) {
                 throw corrupt("entries out of order or duplicated")
             }
@@ -167,6 +182,30 @@ enum IndexCodec {
         }
         guard expectedOffset == UInt64(values.count) else { throw corrupt("values section has unclaimed bytes") }
         return entries
+    }
+
+    /// The attributes of an entry with flag bit 3: 1…64 pairs, names strictly ascending by bytes,
+    /// within the caps and without NUL (what a writer checks), so a file has one encoding only.
+    private static func readAttributes(_ reader: inout ByteReader, _ corrupt: (String) -> VaultError) throws -> [String: String] {
+        let count = Int(try reader.readUInt8())
+        guard count >= 1, count <= VaultLimits.maximumAttributes else { throw corrupt("attribute count \(count) out of range") }
+        var attributes: [String: String] = [:]
+        attributes.reserveCapacity(count)
+        var previousName: String?
+        for _ in 0..<count {
+            let name = try readString(&reader, cap: VaultLimits.maximumAttributeNameBytes, allowEmpty: false,
+                                      what: "attribute name", corrupt)
+            let value = try readString(&reader, cap: VaultLimits.maximumAttributeValueBytes, allowEmpty: true,
+                                       what: "attribute value", corrupt)
+            guard !name.utf8.contains(0), !value.utf8.contains(0) else { throw corrupt("attribute holds a NUL byte") }
+            if let previousName, !previousName.utf8.lexicographicallyPrecedes(name.utf8) {
+                throw corrupt("attributes out of order or duplicated")
+            }
+            // Names that differ in bytes but are canonically equivalent are one Swift dictionary key.
+            guard attributes.updateValue(value, forKey: name) == nil else { throw corrupt("attribute names are equivalent") }
+            previousName = name
+        }
+        return attributes
     }
 
     private static func readString(_ reader: inout ByteReader, cap: Int, allowEmpty: Bool, what: String,

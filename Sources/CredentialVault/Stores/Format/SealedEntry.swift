@@ -16,13 +16,20 @@ struct SealedEntry: Sendable, Equatable {
     /// A slice of the file read from disk (entries share its storage instead of each copying its value).
     var ciphertext: ArraySlice<UInt8>
     var tag: [UInt8]
+    /// Name → value attributes (flag bit 3 in the index; empty: the entry is written as before attributes existed).
+    var attributes: [String: String] = [:]
+
+    /// The attributes in the index's order: ascending by the names' UTF-8 bytes.
+    var sortedAttributes: [(name: String, value: String)] {
+        attributes.map { (name: $0.key, value: $0.value) }.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
 
     var metadata: EntryMetadata {
         EntryMetadata(name: name, owner: owner, kind: kind, label: label,
                       createdAt: Date(millisecondsSince1970: createdMilliseconds),
                       updatedAt: Date(millisecondsSince1970: updatedMilliseconds),
                       expiresAt: expiresMilliseconds.map { Date(millisecondsSince1970: $0) },
-                      transferable: transferable, secretByteCount: ciphertext.count)
+                      transferable: transferable, secretByteCount: ciphertext.count, attributes: attributes)
     }
 
     /// The sort key: owner bytes, then name bytes. The index must be strictly ascending.

@@ -48,10 +48,21 @@ enum VaultFileCodec {
                                                regionOverhead: layout.valuesLayerOverhead,
                                                hasHistory: header.flags & VaultFileLayout.headerFlagHistory != 0, path: path)
         }
+        guard (header.flags & VaultFileLayout.headerFlagAttributes != 0) == contents.entries.contains(where: { !$0.attributes.isEmpty }) else {
+            throw VaultError.tampered(region: "entry index (the header's attribute flag does not match the entries)", path: path)
+        }
         let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
                                slot: header.slot, generation: contents.generation, entries: contents.entries,
                                stateKey: contents.stateKey, history: contents.history)
         return (image, keys, kek)
+    }
+
+    /// The header flags of a file with these contents: history and attributes exist in v3 only.
+    private static func headerFlags(layout: HeaderLayout, hasHistory: Bool, entries: [SealedEntry]) -> UInt16 {
+        guard layout.majorVersion >= 3 else { return 0 }
+        var flags: UInt16 = hasHistory ? VaultFileLayout.headerFlagHistory : 0
+        if entries.contains(where: { !$0.attributes.isEmpty }) { flags |= VaultFileLayout.headerFlagAttributes }
+        return flags
     }
 
     /// Encodes `image` as a v3 file when it was read from one (or is new), else as v2: re-wrapping the
@@ -67,7 +78,7 @@ enum VaultFileCodec {
         let history = layout.majorVersion >= 3 ? image.history.flatMap { $0.isEmpty ? nil : $0 } : nil
         var header = VaultFileHeader(layout: layout, minorVersion: VaultFileLayout.minorVersion, vaultID: image.vaultID,
                                      slot: image.slot, generation: 0, indexCiphertextLength: 0, valuesLength: 0, mac: [],
-                                     flags: history == nil ? 0 : VaultFileLayout.headerFlagHistory)
+                                     flags: Self.headerFlags(layout: layout, hasHistory: history != nil, entries: image.entries))
         let wrapped = try KeyHierarchy.wrap(dek: keys.dek, kek: kek, aad: header.wrapAAD())
         header.slot.wrapNonce = wrapped.nonce
         header.slot.wrappedDEK = wrapped.ciphertext

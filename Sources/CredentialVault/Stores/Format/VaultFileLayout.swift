@@ -63,12 +63,19 @@ enum VaultFileLayout {
     /// when there is one, so a vault without history is written as before; a release older than
     /// history refuses the bit as an unsupported version (its check of the header flags).
     static let headerFlagHistory: UInt16 = 1 << 0
+    /// Header flag bit 1 (v3 only): some entry has attributes (entry flag bit 3). Set exactly then, so
+    /// a release older than attributes refuses such a file as an unsupported version before asking
+    /// for its key, instead of calling its index tampered.
+    static let headerFlagAttributes: UInt16 = 1 << 1
 
     /// Entry flag bits in the index.
     static let flagHasLabel: UInt8 = 1 << 0
     static let flagHasExpiry: UInt8 = 1 << 1
     static let flagTransferable: UInt8 = 1 << 2
-    static let knownEntryFlags: UInt8 = flagHasLabel | flagHasExpiry | flagTransferable
+    /// Set only when the entry has at least one attribute, so an entry without any is encoded as
+    /// before; a release older than attributes refuses the bit (its check of unknown flags).
+    static let flagHasAttributes: UInt8 = 1 << 3
+    static let knownEntryFlags: UInt8 = flagHasLabel | flagHasExpiry | flagTransferable | flagHasAttributes
 
     /// Rounds `count` up to a multiple of the padding quantum (0 stays 0).
     static func paddedUp(_ count: Int) -> Int {

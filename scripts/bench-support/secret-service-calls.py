@@ -6,8 +6,10 @@ python3-jeepney / python3-secretstorage), on the bus in $DBUS_SESSION_BUS_ADDRES
     secret-service-calls.py LABEL ITERATIONS ATTRIBUTE=VALUE...
 
 Prints one markdown row per call: LABEL, the call, its median and p99 in ms over ITERATIONS.
-The calls are those libsecret makes for a lookup: a new bus connection (Hello), OpenSession with
-the DH algorithm libsecret tries first (and with plain), SearchItems, GetSecrets, CloseSession.
+The calls are those libsecret makes for a lookup (dbus-monitor --profile of secret-tool lookup):
+a new bus connection (Hello), Properties.GetAll on the service, OpenSession with the DH algorithm
+libsecret tries first, SearchItems, GetSecrets; then the same calls again on that connection,
+OpenSession plain and Session.Close.
 """
 import statistics
 import sys
@@ -42,22 +44,28 @@ def main():
     label, iterations = sys.argv[1], int(sys.argv[2])
     attributes = dict(argument.split("=", 1) for argument in sys.argv[3:])
     samples = {}
-    connection = open_dbus_connection(bus="SESSION")
+    properties = DBusAddress(SERVICE.object_path, bus_name=SERVICE.bus_name, interface="org.freedesktop.DBus.Properties")
     for _ in range(iterations):
-        fresh = timed(samples, "new bus connection (auth + Hello)", lambda: open_dbus_connection(bus="SESSION"))
-        fresh.close()
+        # As secret-tool lookup: a new connection, the service's properties, a DH session, the
+        # search, the secret. The provider learns who the caller is on its first call.
+        connection = timed(samples, "1. new bus connection (auth + Hello)", lambda: open_dbus_connection(bus="SESSION"))
+        timed(samples, "2. Properties.GetAll (service; the connection's first call)",
+              lambda: call(connection, properties, "GetAll", "s", "org.freedesktop.Secret.Service"))
         dh = Session()
-        output, path = timed(samples, f"OpenSession {DH}", lambda: call(
+        _, path = timed(samples, f"3. OpenSession {DH}", lambda: call(
             connection, SERVICE, "OpenSession", "sv", DH, ("ay", int_to_bytes(dh.my_public_key))))
-        _, plain_path = timed(samples, "OpenSession plain", lambda: call(connection, SERVICE, "OpenSession", "sv", "plain", ("s", "")))
-        unlocked, locked = timed(samples, "SearchItems", lambda: call(connection, SERVICE, "SearchItems", "a{ss}", attributes))
+        unlocked, locked = timed(samples, "4. SearchItems", lambda: call(connection, SERVICE, "SearchItems", "a{ss}", attributes))
         if not unlocked:
             raise RuntimeError(f"SearchItems found nothing unlocked (locked: {locked})")
-        timed(samples, "GetSecrets (DH session)", lambda: call(connection, SERVICE, "GetSecrets", "aoo", unlocked[:1], path))
-        for session_path in (path, plain_path):
+        timed(samples, "5. GetSecrets (DH session)", lambda: call(connection, SERVICE, "GetSecrets", "aoo", unlocked[:1], path))
+        # The same again on the connection the provider knows now.
+        timed(samples, "6. SearchItems again, same connection", lambda: call(connection, SERVICE, "SearchItems", "a{ss}", attributes))
+        timed(samples, "7. GetSecrets again, same connection", lambda: call(connection, SERVICE, "GetSecrets", "aoo", unlocked[:1], path))
+        _, plain = timed(samples, "8. OpenSession plain", lambda: call(connection, SERVICE, "OpenSession", "sv", "plain", ("s", "")))
+        for session_path in (path, plain):
             session = DBusAddress(session_path, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Session")
-            timed(samples, "Session.Close", lambda: call(connection, session, "Close", ""))
-    connection.close()
+            timed(samples, "9. Session.Close", lambda: call(connection, session, "Close", ""))
+        connection.close()
     for name, values in samples.items():
         values.sort()
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]

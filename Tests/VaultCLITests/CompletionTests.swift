@@ -108,7 +108,18 @@ import TestScheduling
         #expect(try await world.candidates(shell, "vault get --key-file \(world.keyPath) git", environment: [:])
             == ["github-token", "gitlab-token"])
         #expect(try await world.candidates(shell, "vault add x --kind ", environment: key)
-            == ["accessToken", "refreshToken", "idToken", "password", "generic"])
+            == ["accessToken", "refreshToken", "idToken", "password", "generic", "totp"])
+        // Issue 39: totp and generate, their options and values.
+        #expect(try await world.candidates(shell, "vault tot", environment: key) == ["totp"])
+        #expect(try await world.candidates(shell, "vault totp np", environment: key) == ["npm"])
+        #expect(try await world.candidates(shell, "vault gene", environment: key) == ["generate"])
+        #expect(try await world.candidates(shell, "vault generate --ch", environment: key) == ["--charset"])
+        #expect(try await world.candidates(shell, "vault generate --charset ", environment: key)
+            == ["lower,upper,digits,symbols", "lower,upper,digits", "lower,digits", "digits"])
+        let generateOptions = try await world.complete(shell, "vault generate --", environment: key)
+        for option in ["--length", "--charset", "--words", "--separator"] { #expect(generateOptions.contains(option), "\(generateOptions)") }
+        #expect(try await world.candidates(shell, "vault add x --gen", environment: key) == ["--generate"])
+        #expect(try await world.candidates(shell, "vault totp npm --j", environment: key) == ["--json"])
         #expect(try await world.candidates(shell, "vault signin --merge-policy ", environment: key)
             == ["keepAccount", "keepGuest", "newestWins", "fail"])
         let files = try await world.complete(shell, "vault get --key-file \(world.sandbox.path("files"))/", environment: key)
@@ -127,7 +138,9 @@ import TestScheduling
         #expect(names.contains("github-token") && names.contains("gitlab-token"), "\(names)")
         #expect(!names.contains("npm"), "\(names)")
         let kinds = try await world.complete("fish", "vault add x --kind ", environment: key)
-        for kind in ["accessToken", "refreshToken", "idToken", "password", "generic"] { #expect(kinds.contains(kind), "\(kinds)") }
+        for kind in ["accessToken", "refreshToken", "idToken", "password", "generic", "totp"] { #expect(kinds.contains(kind), "\(kinds)") }
+        let charsets = try await world.complete("fish", "vault generate --charset ", environment: key)
+        #expect(charsets.contains("lower,upper,digits,symbols"), "\(charsets)")
         let policies = try await world.complete("fish", "vault signin --merge-policy ", environment: key)
         for policy in ["keepAccount", "keepGuest", "newestWins", "fail"] { #expect(policies.contains(policy), "\(policies)") }
         let files = try await world.complete("fish", "vault get --key-file \(world.sandbox.path("files"))/pl", environment: key)

@@ -46,7 +46,7 @@ public struct OTPAuthURI: Sendable, CustomStringConvertible {
     /// - Parameter uri: the URI's bytes (it holds the secret).
     /// - Throws: `.invalidInput` naming what is wrong: the scheme, the type (`hotp` is not supported),
     ///   the label, a repeated parameter, or `secret` (missing, empty or not base32), `algorithm`,
-    ///   `digits`, `period`, `issuer`.
+    ///   `digits`, `period`, `issuer`, `encoder` (KeePassXC's Steam codes).
     public init(parsing uri: SecureBytes) throws {
         self = try uri.withUnsafeBytes { try Self.parse($0) }
     }
@@ -140,11 +140,18 @@ extension OTPAuthURI {
         var issuer: String?
         var algorithm = OTPAlgorithm.sha1
         var digits = 6, period = 30
-        for field in query.split(separator: UInt8(ascii: "&")) {
+        let fields = query.split(separator: UInt8(ascii: "&")).compactMap { field -> (key: String, value: Slice<UnsafeRawBufferPointer>)? in
             let equals = field.firstIndex(of: UInt8(ascii: "=")) ?? field.endIndex
             // A parameter name that is not plain text is no parameter we know: ignored, never quoted.
-            guard let key = String(validating: field[field.startIndex..<equals], as: UTF8.self)?.lowercased() else { continue }
-            let value = equals < field.endIndex ? field[(equals + 1)...] : field[field.endIndex...]
+            guard let key = String(validating: field[field.startIndex..<equals], as: UTF8.self)?.lowercased() else { return nil }
+            return (key, equals < field.endIndex ? field[(equals + 1)...] : field[field.endIndex...])
+        }
+        // KeePassXC writes Steam Guard entries as `encoder=steam` (with digits=5): their codes are
+        // not RFC 6238 digits, and saying so is clearer than refusing the digits.
+        if fields.contains(where: { $0.key == "encoder" }) {
+            throw invalid("encoder", "is not supported: only RFC 6238 codes of digits are")
+        }
+        for (key, value) in fields {
             guard ["secret", "issuer", "algorithm", "digits", "period"].contains(key) else { continue }
             guard seen.insert(key).inserted else { throw invalid(key, "appears more than once") }
             switch key {

@@ -65,7 +65,7 @@ extension VaultCommand {
             plan.separate(existing: existing, replace: replace)
             if !dryRun, !plan.toImport.isEmpty {
                 _ = try await storage.storeEntries(plan.toImport.map {
-                    NewEntry(name: $0.name, owner: "", secret: $0.secret, kind: .generic, label: $0.label, expiresAt: nil)
+                    NewEntry(name: $0.name, owner: "", secret: $0.secret, kind: $0.kind, label: $0.label, expiresAt: nil)
                 }, replace: replace, writer: .import)
             }
             if json { return try printReport(plan, written: !dryRun) }

@@ -3,8 +3,10 @@ import VaultCrypto
 
 /// `vault import --from bitwarden-json FILE`: Bitwarden's unencrypted JSON export. Each login becomes an
 /// entry: the name is Folder/Name (Name without a folder), the secret the password, the label the
-/// username. Notes, cards, identities and logins without a password are reported, not imported. An
-/// encrypted ("password protected" or account-restricted) export is refused.
+/// username. A login's `totp` (an otpauth:// URI, or the bare base32 secret Bitwarden also accepts)
+/// gives a `totp` entry `<name>/totp` (`TOTPImport`). Notes, cards, identities and logins without a
+/// password are reported, not imported. An encrypted ("password protected" or account-restricted)
+/// export is refused.
 enum BitwardenJSONReader {
     static func read(_ path: String) throws -> ImportSource {
         var bytes = try SecureFileSystem.readInputFile(path, maxBytes: ImportFormat.maximumFileBytes)
@@ -34,12 +36,15 @@ enum BitwardenJSONReader {
                 source.unsupported.append((name, "not a login (\(kindName(item["type"]?.intValue)))"))
                 continue
             }
+            let label = login["username"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+            if let totp = login["totp"]?.stringValue {
+                TOTPImport.add(SecureBytes(copying: Array(totp.utf8)), login: name, label: label, to: &source)
+            }
             guard let password = login["password"]?.stringValue, !password.isEmpty else {
                 source.unsupported.append((name, "no password"))
                 continue
             }
-            source.candidates.append(.init(name: name, secret: SecureBytes(copying: Array(password.utf8)),
-                                           label: login["username"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }))
+            source.candidates.append(.init(name: name, secret: SecureBytes(copying: Array(password.utf8)), label: label))
         }
         return source
     }

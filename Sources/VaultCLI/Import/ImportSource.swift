@@ -39,6 +39,8 @@ struct ImportSource {
         let label: String?
         /// Why the source's own data makes it invalid (a name that is not UTF-8), or nil.
         var invalidReason: String? = nil
+        /// The entry's kind: `generic`, or `totp` for a login's TOTP seed (`TOTPImport`).
+        var kind = EntryKind.generic
     }
 
     /// The entries, in source order.

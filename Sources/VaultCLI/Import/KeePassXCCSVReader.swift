@@ -3,7 +3,8 @@ import VaultCrypto
 
 /// `vault import --from keepassxc-csv FILE`: KeePassXC's CSV export (`keepassxc-cli export --format csv`,
 /// or Database > Export > CSV): the name is Group/Title without the root group's name, the secret the
-/// Password, the label `Username @ URL`.
+/// Password, the label `Username @ URL`. A `TOTP` column (KeePassXC 2.7 and later write the entry's
+/// `otp` attribute there as an otpauth://totp/ URI) gives a `totp` entry `<name>/totp` (`TOTPImport`).
 enum KeePassXCCSVReader {
     static func read(_ path: String) throws -> ImportSource {
         var bytes = try SecureFileSystem.readInputFile(path, maxBytes: ImportFormat.maximumFileBytes)
@@ -26,6 +27,8 @@ enum KeePassXCCSVReader {
         }
         let group = try column("Group"), title = try column("Title"), password = try column("Password")
         let username = try column("Username"), url = try column("URL")
+        // Older exports have no TOTP column.
+        let totp = header.firstIndex(of: "TOTP")
         var source = ImportSource()
         for (offset, record) in records.dropFirst().enumerated() {
             guard record.count == header.count else {
@@ -39,12 +42,13 @@ enum KeePassXCCSVReader {
             let isUTF8 = [record[group], record[title]].allSatisfy { field in
                 field.withUnsafeBytes { String(validating: $0, as: UTF8.self) != nil }
             }
+            let label = ImportSource.Candidate.label(username: text(record[username]), url: text(record[url]))
+            if let totp, isUTF8 { TOTPImport.add(record[totp], login: name, label: label, to: &source) }
             guard !record[password].isEmpty else {
                 source.unsupported.append((name, "no password"))
                 continue
             }
-            source.candidates.append(.init(name: name, secret: record[password],
-                                           label: ImportSource.Candidate.label(username: text(record[username]), url: text(record[url])),
+            source.candidates.append(.init(name: name, secret: record[password], label: label,
                                            invalidReason: isUTF8 ? nil : "the group or title is not UTF-8 text"))
         }
         return source

@@ -81,6 +81,7 @@ import Testing
         ("otpauth://totp/x?secret=\(secret)&period=", "period"),
         ("otpauth://totp/x?secret=\(secret)&period=30&period=60", "period"),
         ("otpauth://totp/%FF?secret=\(secret)", "label"),
+        ("otpauth://totp/Steam:x?secret=\(secret)&period=30&digits=5&encoder=steam", "encoder"),
         ("otpauth://totp/x?secret=\(secret)&issuer=%0A", "issuer"),
     ]
 

@@ -57,9 +57,17 @@ import VaultCrypto
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/decrypt-vault.py").path
         let keyPath = try Fixtures.privateCopy("keys/alice.key", into: temp)
+        // The same contents without the history section (header flag bit 0), which the script does not read.
+        let key = VaultKey.keyMaterial(SecureBytes(copying: Array(try Fixtures.data("keys/alice.key"))))
+        var (image, keys, kek) = try VaultFileCodec.decode(Array(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath))), path: nil,
+                                                           kekProvider: { try FuzzContext.deriveKEK(key: key, slot: $0) },
+                                                           dataKeysProvider: { try DataKeys(dek: $0, vaultID: $1) })
+        image.history = nil
+        let withoutHistory = temp.child("without-history.vault")
+        try Data(try VaultFileCodec.encode(image, keys: keys, kek: kek)).write(to: URL(fileURLWithPath: withoutHistory))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, store.vaultPath, "--key-file", keyPath]
+        process.arguments = ["python3", script, withoutHistory, "--key-file", keyPath]
         let outputPipe = Pipe(), errorPipe = Pipe()
         process.standardOutput = outputPipe
         process.standardError = errorPipe
@@ -75,6 +83,55 @@ import VaultCrypto
         let dump = try JSONDecoder().decode(Dump.self, from: output)
         #expect(dump.entries.first { $0.name == "git" }?.attributes == Self.gitAttributes)
         #expect(dump.entries.first { $0.name == "plain" }?.attributes == [:])
+    }
+
+    // MARK: - The agent's protocol
+
+    @Test func anAddRequestCarriesTheAttributesAndOnlyWhenThereAreSome() throws {
+        let request = AgentRequest.add(directory: "/v", entries: [
+            NewEntry(name: "git", secret: secret("pw"), attributes: Self.gitAttributes),
+            NewEntry(name: "plain", secret: secret("x")),
+        ], replace: false)
+        let message = request.message()
+        let described = try #require(message.header["entries"]?.arrayValue)
+        #expect(described[0]["attributes"] == .object(Self.gitAttributes.mapValues(JSONValue.string)))
+        #expect(described[1]["attributes"] == nil, "an entry without attributes is described as before")
+        let decoded = try AgentRequest.decode(AgentMessage(message.header, secrets: message.secrets))
+        guard case let .add(_, entries, _) = decoded.request else {
+            Issue.record("not an add: \(decoded.request)")
+            return
+        }
+        #expect(entries.map(\.attributes) == [Self.gitAttributes, [:]])
+    }
+
+    @Test func metadataAnswersCarryTheAttributes() throws {
+        let created = Date(timeIntervalSince1970: 1_800_000_000)
+        let metadata = EntryMetadata(name: "git", owner: "", kind: .password, label: nil, createdAt: created, updatedAt: created,
+                                     expiresAt: nil, transferable: true, secretByteCount: 2, attributes: Self.gitAttributes)
+        let plain = EntryMetadata(name: "plain", owner: "", kind: .generic, label: nil, createdAt: created, updatedAt: created,
+                                  expiresAt: nil, transferable: true, secretByteCount: 1)
+        let response = AgentResponse.metadata([metadata, plain])
+        #expect(response.message.header["entries"]?[1]?["attributes"] == nil)
+        let decoded = try AgentResponse.decode(response.message, answering: .list(directory: "/v", owner: nil), socketPath: "/s")
+        guard case let .metadata(got) = decoded else {
+            Issue.record("not metadata: \(decoded)")
+            return
+        }
+        #expect(got == [metadata, plain])
+    }
+
+    @Test(arguments: [JSONValue.string("user=alice"), .array([.string("a")]), .object(["user": .integer(1)]), .object(["user": .null])])
+    func malformedAttributesInARequestOrAnAnswerAreRefused(attributes: JSONValue) throws {
+        let entry: JSONValue = ["name": "git", "owner": "", "kind": "password", "label": nil, "expiresAtSeconds": nil,
+                                "transferable": true, "attributes": attributes]
+        let request = AgentMessage(["op": "add", "directory": "/v", "replace": false, "secrets": 1, "entries": [entry]],
+                                   secrets: [secret("pw")])
+        expectVaultError(.invalidInput) { try AgentRequest.decode(request) }
+        let answer = AgentMessage(["ok": true, "entries": [[
+            "name": "git", "owner": "", "kind": "password", "label": nil, "createdAtSeconds": .number(1), "updatedAtSeconds": .number(1),
+            "expiresAtSeconds": nil, "transferable": true, "secretBytes": .integer(2), "attributes": attributes,
+        ]]])
+        expectVaultError(.agentUnavailable) { try AgentResponse.decode(answer, answering: .list(directory: "/v", owner: nil), socketPath: "/s") }
     }
 
     // MARK: - Compatibility and secrecy

@@ -49,6 +49,10 @@ extension VaultCommand {
                 transform: HumanDuration.seconds(in:))
         var expiresIn: Int64?
 
+        @Option(name: .customLong("attribute"), help: ArgumentHelp(
+            "An attribute NAME=VALUE, sealed with the entry's metadata (repeat for more; at most 64).", valueName: "NAME=VALUE"))
+        var attributeArguments: [String] = []
+
         @Flag(help: "Replace an existing entry of that name (its creation date is kept).")
         var replace = false
 
@@ -73,6 +77,24 @@ extension VaultCommand {
             if expiresAt != nil, expiresIn != nil { throw ValidationError("give either --expires-at or --expires-in, not both") }
             if nonTransferable, !guest { throw ValidationError("--non-transferable goes with --guest") }
             if guest, !owner.isEmpty { throw ValidationError("give either --guest or --owner, not both") }
+            _ = try attributes
+        }
+
+        /// The `--attribute NAME=VALUE` options as a map: split at the first '=', no name twice.
+        var attributes: [String: String] {
+            get throws {
+                var attributes: [String: String] = [:]
+                for argument in attributeArguments {
+                    guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+                        throw ValidationError("--attribute takes NAME=VALUE with a non-empty NAME, not '\(TerminalText.escaped(argument))'")
+                    }
+                    let name = String(argument[..<equals])
+                    guard attributes.updateValue(String(argument[argument.index(after: equals)...]), forKey: name) == nil else {
+                        throw ValidationError("--attribute gives '\(TerminalText.escaped(name))' twice")
+                    }
+                }
+                return attributes
+            }
         }
 
         func run(_ context: CommandContext) async throws {
@@ -87,7 +109,8 @@ extension VaultCommand {
             if kind == .totp { _ = try OTPAuthURI(parsing: secret) }
             let expiry = expiresAt ?? expiresIn.map { Date().addingTimeInterval(TimeInterval($0)) } ?? JWT.expiry(of: secret)
             let stored = try await storage.storeEntry(NewEntry(name: name, owner: owner, secret: secret, kind: kind, label: label,
-                                                               expiresAt: expiry, transferable: !nonTransferable),
+                                                               expiresAt: expiry, transferable: !nonTransferable,
+                                                               attributes: try attributes),
                                                       replace: replace, writer: .add)
             ErrorReport.note("Stored '\(TerminalText.escaped(name))' (\(stored.kind), \(stored.secretByteCount) byte\(stored.secretByteCount == 1 ? "" : "s"), \(stored.expiryStatus(at: Date())))"
                              + (recipe.map { ": a generated \($0.summary)." } ?? "."))

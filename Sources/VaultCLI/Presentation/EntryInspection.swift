@@ -49,6 +49,10 @@ struct EntryInspection: Sendable {
         if !metadata.owner.isEmpty { fields.append(("owner", TerminalText.escaped(metadata.owner))) }
         fields.append(("kind", metadata.kind.rawValue))
         fields.append(("label", metadata.label.map { TerminalText.escaped($0) } ?? "-"))
+        // One line per attribute, in byte order of the names; both sides are untrusted text.
+        for name in metadata.attributes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            fields.append(("attribute", "\(TerminalText.escaped(name)) = \(TerminalText.escaped(metadata.attributes[name] ?? ""))"))
+        }
         fields.append(("created", RFC3339.string(from: metadata.createdAt)))
         fields.append(("updated", RFC3339.string(from: metadata.updatedAt)))
         fields.append(("expires", metadata.expiresAt.map { "\(RFC3339.string(from: $0)) (\(expiry))" } ?? expiry.description))

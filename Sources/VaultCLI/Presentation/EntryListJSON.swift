@@ -24,7 +24,21 @@ enum EntryListJSON {
         for (index, entry) in entries.enumerated() {
             raw(index == 0 ? "\n  {" : ",\n  {")
             // Keys in byte order, as JSONWriter sorts them.
-            raw("\n    \"createdAt\": "); string(RFC3339.string(from: entry.createdAt))
+            raw("\n    \"attributes\": ")
+            if entry.attributes.isEmpty {
+                raw("{}")
+            } else {
+                raw("{")
+                let names = entry.attributes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                for (position, name) in names.enumerated() {
+                    raw(position == 0 ? "\n      " : ",\n      ")
+                    string(name)
+                    raw(": ")
+                    string(entry.attributes[name] ?? "")
+                }
+                raw("\n    }")
+            }
+            raw(",\n    \"createdAt\": "); string(RFC3339.string(from: entry.createdAt))
             raw(",\n    \"expired\": "); raw(entry.isExpired(at: now) ? "true" : "false")
             raw(",\n    \"expiresAt\": "); optional(entry.expiresAt.map(RFC3339.string(from:)))
             raw(",\n    \"kind\": "); string(entry.kind.rawValue)

@@ -4,7 +4,7 @@ import FoundationEssentials
 extension EntryMetadata {
     /// The entry as `vault list --json` prints it: `name`, `owner`, `kind`, `label` (or null),
     /// `createdAt`, `updatedAt`, `expiresAt` (RFC 3339 UTC, or null), `expired`,
-    /// `secretBytes` and `transferable`. Never the secret.
+    /// `secretBytes`, `transferable` and `attributes` (an object of strings, `{}` when none). Never the secret.
     /// - Parameter now: the time `expired` is judged at.
     /// - Returns: a JSON object.
     func jsonValue(now: Date) -> JSONValue {
@@ -19,6 +19,7 @@ extension EntryMetadata {
             "expired": .bool(isExpired(at: now)),
             "secretBytes": .number(Double(secretByteCount)),
             "transferable": .bool(transferable),
+            "attributes": .object(attributes.mapValues(JSONValue.string)),
         ])
     }
 }

@@ -12,6 +12,9 @@ import Testing
             EntryMetadata(name: "quote\"back\\slash\ttab", owner: "user:u1", kind: .generic, label: "é 🔑 \u{1}",
                           createdAt: Date(timeIntervalSince1970: 1_700_000_000.123), updatedAt: now,
                           expiresAt: nil, transferable: false, secretByteCount: 0),
+            EntryMetadata(name: "attributes", owner: "", kind: .password, label: nil, createdAt: now, updatedAt: now,
+                          expiresAt: nil, transferable: true, secretByteCount: 2,
+                          attributes: ["xdg:schema": "org.git.Password", "é": "\"q\" \u{1}", "Z": "", "a": "1"]),
         ]
         let generic = try JSONValue.array(entries.map { $0.jsonValue(now: now) }).serialized(prettyPrinted: true)
         #expect(EntryListJSON.render(entries, now: now) == generic)

@@ -109,7 +109,8 @@ import VaultCrypto
                                      expiresAt: now.addingTimeInterval(-1), transferable: true, secretByteCount: 40)
         let object = try #require(metadata.jsonValue(now: now).objectValue)
         #expect(Set(object.keys) == ["name", "owner", "kind", "label", "createdAt", "updatedAt", "expiresAt", "expired",
-                                     "secretBytes", "transferable"])
+                                     "secretBytes", "transferable", "attributes"])
+        #expect(object["attributes"] == .object([:]), "an object even when there are none")
         #expect(object["label"] == .null)
         #expect(object["expired"] == true)
         #expect(object["kind"] == "accessToken")

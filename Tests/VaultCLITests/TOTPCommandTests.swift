@@ -91,6 +91,23 @@ import TestScheduling
         }
     }
 
+    @Test func totpAndAddGenerateWorkThroughTheAgent() throws {
+        let world = try AgentCommandTests.World()
+        try world.unlock()
+        let added = try world.vault(["add", "acme", "--kind", "totp"], stdin: Data(Self.uri.utf8))
+        #expect(added.status == 0, "\(added.stderrText)")
+        let code = try world.vault(["totp", "acme", "--at", "2005-03-18T01:58:29Z", "--json"])
+        #expect(code.status == 0, "\(code.stderrText)")
+        #expect(code.stdoutText.contains("\"07081804\""))
+        let generated = try world.vault(["add", "db", "--generate", "--words", "5"])
+        #expect(generated.status == 0 && generated.stdout.isEmpty, "\(generated.stderrText)")
+        let secret = try world.vault(["get", "db"]).stdoutText
+        #expect(secret.split(separator: "-").count >= 5)
+        let log = world.stop()
+        #expect(!log.stderrText.contains(String(Self.seed.prefix(12))) && !log.stderrText.contains(secret), "the agent never logs a secret")
+        Self.expectNoSeed(code)
+    }
+
     // MARK: import
 
     @Test(.enabled(if: ImportCommandTests.hasKeePassXC))

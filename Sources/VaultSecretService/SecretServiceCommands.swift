@@ -35,6 +35,8 @@ package struct SecretServiceCommands: SecretServiceCommandSupport {
         let thread = try BusThread()
         let provider = SecretServiceProvider(setup: setup, connection: connection, thread: thread)
         try connection.addFallback(SecretPaths.service) { provider.handle($0) }
+        // sd-bus tries the longest prefix first: "/" only sees the paths outside the service.
+        try connection.addFallback("/") { provider.handleOutside($0) }
         try connection.matchSignal(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged") { message in
             if let values = try? BusMessage.readBody(message), values.count == 3, let name = values[0].stringValue,
                name.hasPrefix(":"), values[2].stringValue == "" {

@@ -106,6 +106,18 @@ final class SecretServiceProvider: @unchecked Sendable {
 
     // MARK: Dispatch
 
+    /// Answers a method call to a path outside /org/freedesktop/secrets with NoSuchObject, as
+    /// gnome-keyring does (sd-bus's own answer, UnknownObject, is not what clients take for "no such
+    /// item": secretstorage's `Item(connection, '/not/existing/path')` must raise ItemNotFoundException).
+    /// Introspection there is left to sd-bus (the tree of nodes that leads to the service).
+    func handleOutside(_ message: OpaquePointer) -> Bool {
+        guard sd_bus_message_is_method_call(message, nil, nil) > 0,
+              sd_bus_message_is_method_call(message, "org.freedesktop.DBus.Introspectable", nil) <= 0 else { return false }
+        let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""
+        connection.reply(to: message, error: .noSuchObject(path))
+        return true
+    }
+
     /// Answers one method call to a path under /org/freedesktop/secrets; always true (answered).
     func handle(_ message: OpaquePointer) -> Bool {
         guard sd_bus_message_is_method_call(message, nil, nil) > 0 else { return false }

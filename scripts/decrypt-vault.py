@@ -99,8 +99,9 @@ def main():
     if len(data) < header_len: sys.exit("header ends early")
     if hashlib.sha256(data[:checksummed]).digest()[:8] != data[checksummed:header_len]: sys.exit("bad checksum")
     flags, = struct.unpack(">H", data[10:12])
-    # Bit 1 (v3): some entry has attributes. (Bit 0, history, is not read by this script.)
-    if flags & ~2 or (flags and major != 3): sys.exit("unknown flags")
+    # Bit 1 (v3): some entry has attributes; bit 2 (v3): some entry is of a kind above 5 (totp).
+    # (Bit 0, history, is not read by this script.)
+    if flags & ~6 or (flags and major != 3): sys.exit("unknown flags")
     vault_id = data[12:28]
     kind, log_n = data[28], data[29]
     r, p = struct.unpack(">II", data[30:38])
@@ -158,6 +159,7 @@ def main():
         fixed = header_len + 12 + 16
         if len(index) != -(-(fixed + end) // 1024) * 1024 - fixed: sys.exit("index padding not canonical")
     if bool(flags & 2) != any(entry["attributes"] for entry in entries): sys.exit("attribute flag does not match the entries")
+    if bool(flags & 4) != any(entry["kind"] == KINDS[6] for entry in entries): sys.exit("newer-kinds flag does not match the entries")
     json.dump({"format": major, "vaultId": vault_id.hex(), "generation": generation, "entries": entries}, sys.stdout, indent=2)
     print()
 

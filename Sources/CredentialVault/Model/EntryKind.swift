@@ -26,6 +26,10 @@ public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
         }
     }
 
+    /// Whether releases from before this kind existed cannot read it (code above 5: `totp`); a vault
+    /// file holding one says so in its header (docs/FORMAT.md), so that they refuse it clearly.
+    package var isNewerThanOriginalKinds: Bool { code > 5 }
+
     /// The kind for a byte from the file, or nil for an unknown byte.
     package init?(code: UInt8) {
         guard let kind = EntryKind.allCases.first(where: { $0.code == code }) else { return nil }

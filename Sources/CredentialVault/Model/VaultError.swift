@@ -101,6 +101,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case storedClientCABundle(changed: Bool)
         /// Entry attributes refused because the vault file is kept at an older format version.
         case attributesNeedNewerFormat
+        /// An entry of a kind newer than the first five (`totp`) refused by a vault file kept at an older format version.
+        case kindNeedsNewerFormat
         /// Entry history asked of a vault file kept at an older format version.
         case historyNeedsNewerFormat
         /// An entry that belongs to the session (`ReservedEntryNames`), refused for this use.

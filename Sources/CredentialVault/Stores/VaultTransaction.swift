@@ -55,6 +55,12 @@ public struct VaultTransaction: ~Copyable {
                              path: path, fix: "upgrade the vault file to the newest format first, or store the entry without attributes",
                              topic: .attributesNeedNewerFormat)
         }
+        if entry.kind.isNewerThanOriginalKinds, image.majorVersion < VaultFileLayout.currentMajorVersion {
+            throw VaultError(.invalidInput,
+                             "this vault file is format version \(max(image.majorVersion, 2)), kept so that older releases can still read it; entries of kind \(entry.kind) need format version \(VaultFileLayout.currentMajorVersion)",
+                             path: path, fix: "upgrade the vault file to the newest format first",
+                             topic: .kindNeedsNewerFormat)
+        }
         let key = EntryKey(owner: entry.owner, name: entry.name)
         let existing = image.index(of: key)
         if existing != nil, !replace { throw VaultError.entryExists(entry.name) }

@@ -33,6 +33,7 @@ enum CommandHints {
         case .storedClientCABundle(changed: true)?: "if the change is yours, store the client again with 'vault client --ca-bundle'"
         case .historyNeedsNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file)"
         case .attributesNeedNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file), or add the entry without --attribute"
+        case .kindNeedsNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file)"
         case .reservedEntry(.store)?: "choose another name; 'vault client' stores the OAuth client, 'vault signin' the tokens"
         case .reservedEntry(.read)?: "'vault token' prints a valid access token; 'vault inspect' shows an entry without its secret"
         case .reservedEntry(.remove)?: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client"

@@ -51,17 +51,21 @@ enum VaultFileCodec {
         guard (header.flags & VaultFileLayout.headerFlagAttributes != 0) == contents.entries.contains(where: { !$0.attributes.isEmpty }) else {
             throw VaultError.tampered(region: "entry index (the header's attribute flag does not match the entries)", path: path)
         }
+        guard (header.flags & VaultFileLayout.headerFlagNewerKinds != 0) == contents.entries.contains(where: \.kind.isNewerThanOriginalKinds) else {
+            throw VaultError.tampered(region: "entry index (the header's newer-kinds flag does not match the entries)", path: path)
+        }
         let image = VaultImage(majorVersion: layout.majorVersion, minorVersion: header.minorVersion, vaultID: header.vaultID,
                                slot: header.slot, generation: contents.generation, entries: contents.entries,
                                stateKey: contents.stateKey, history: contents.history)
         return (image, keys, kek)
     }
 
-    /// The header flags of a file with these contents: history and attributes exist in v3 only.
+    /// The header flags of a file with these contents: history, attributes and newer kinds exist in v3 only.
     private static func headerFlags(layout: HeaderLayout, hasHistory: Bool, entries: [SealedEntry]) -> UInt16 {
         guard layout.majorVersion >= 3 else { return 0 }
         var flags: UInt16 = hasHistory ? VaultFileLayout.headerFlagHistory : 0
         if entries.contains(where: { !$0.attributes.isEmpty }) { flags |= VaultFileLayout.headerFlagAttributes }
+        if entries.contains(where: \.kind.isNewerThanOriginalKinds) { flags |= VaultFileLayout.headerFlagNewerKinds }
         return flags
     }
 

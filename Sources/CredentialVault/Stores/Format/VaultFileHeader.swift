@@ -25,7 +25,7 @@ struct VaultFileHeader: Sendable, Equatable {
     /// v1: the exact length of the values section; v2, v3: the padded size of the values region.
     var valuesLength: UInt64
     var mac: [UInt8]
-    /// Header flags: 0, or (v3) `VaultFileLayout.headerFlagHistory` and/or `headerFlagAttributes`.
+    /// Header flags: 0, or (v3) `VaultFileLayout.headerFlagHistory`, `headerFlagAttributes`, `headerFlagNewerKinds`.
     var flags: UInt16 = 0
 
     /// The bytes covered by the wrapped key's AAD: magic through salt.
@@ -115,7 +115,8 @@ struct VaultFileHeader: Sendable, Equatable {
 
         var reader = ByteReader(Array(file[0..<layout.headerByteCount]), region: "header", offset: 10)
         let flags = try reader.readUInt16()
-        let knownFlags = layout.majorVersion >= 3 ? VaultFileLayout.headerFlagHistory | VaultFileLayout.headerFlagAttributes : 0
+        let knownFlags = layout.majorVersion >= 3
+            ? VaultFileLayout.headerFlagHistory | VaultFileLayout.headerFlagAttributes | VaultFileLayout.headerFlagNewerKinds : 0
         guard flags & ~knownFlags == 0 else {
             throw VaultError(.unsupportedVersion, "vault header has unknown flags 0x\(String(flags, radix: 16))",
                              path: path, fix: "open it with the vault release that wrote it, or a newer one")

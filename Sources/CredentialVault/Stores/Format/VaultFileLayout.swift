@@ -67,6 +67,12 @@ enum VaultFileLayout {
     /// a release older than attributes refuses such a file as an unsupported version before asking
     /// for its key, instead of calling its index tampered.
     static let headerFlagAttributes: UInt16 = 1 << 1
+    /// Header flag bit 2 (v3 only): some entry is of a kind newer than the first five (6, `totp`).
+    /// Set exactly then, so a release that knows kinds 1–5 only refuses such a file as an
+    /// unsupported version before asking for its key, instead of calling its index tampered.
+    static let headerFlagNewerKinds: UInt16 = 1 << 2
+    /// The highest kind code every release reads; a higher one sets `headerFlagNewerKinds`.
+    static let originalKindsMaximumCode: UInt8 = 5
 
     /// Entry flag bits in the index.
     static let flagHasLabel: UInt8 = 1 << 0

@@ -22,7 +22,7 @@ struct VaultCommand: ContextCommand {
             Agent.self, Unlock.self, Lock.self,
             Keygen.self, Init.self, Verify.self, Passwd.self, Rotate.self, UpgradeFormat.self, Wipe.self, MigrateStore.self, SelfCheck.self,
         ]),
-        CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, History.self, Restore.self, Exec.self, Inject.self, Import.self, TOTP.self, Generate.self]),
+        CommandGroup(name: "Credentials", subcommands: [Add.self, Get.self, Inspect.self, List.self, Remove.self, History.self, Restore.self, Audit.self, Exec.self, Inject.self, Import.self, TOTP.self, Generate.self]),
         CommandGroup(name: "Session", subcommands: [Status.self, SignIn.self, SignOut.self, Guest.self, Token.self, Refresh.self, Client.self, Demo.self]),
     ]
 

@@ -18,6 +18,8 @@ package final class AgentRequestHandler: Sendable {
     /// One unlocked vault.
     private struct UnlockedVault {
         let store: SecretStore
+        /// Its audit log, or why it cannot be written (entry requests are then refused); nil without auditing.
+        let audit: Result<AuditLog, VaultError>?
         let unlockedAt: Date
         var lastUsed: ContinuousClock.Instant
         let unlockedInstant: ContinuousClock.Instant
@@ -34,6 +36,9 @@ package final class AgentRequestHandler: Sendable {
     private let servedSecretService = Mutex<VaultAgentClient.Status.SecretService?>(nil)
     private let log: @Sendable (String) -> Void
     private let open: @Sendable (String, VaultKey) throws -> SecretStore
+    /// Where the audit logs go (nil: no audit trail).
+    private let audit: AgentAudit?
+    private let clock: @Sendable () -> Date
 
     /// A handler holding no vault.
     /// - Parameters:
@@ -42,13 +47,18 @@ package final class AgentRequestHandler: Sendable {
     ///   - maximumLifetime: how long a key is kept at most.
     ///   - log: where events go (times, directories, refusals; never a secret).
     ///   - open: opens a vault with a key (`SecretStore.open`; tests pass their options).
+    ///   - audit: where each vault's audit log goes; nil keeps none.
+    ///   - clock: the time of audit records.
     package init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration, log: @escaping @Sendable (String) -> Void,
-                 open: @escaping @Sendable (String, VaultKey) throws -> SecretStore = { try SecretStore.open(in: $0, key: $1) }) {
+                 open: @escaping @Sendable (String, VaultKey) throws -> SecretStore = { try SecretStore.open(in: $0, key: $1) },
+                 audit: AgentAudit? = nil, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.socketPath = socketPath
         self.idleTimeout = idleTimeout
         self.maximumLifetime = maximumLifetime
         self.log = log
         self.open = open
+        self.audit = audit
+        self.clock = clock
     }
 
     /// The answer to one message: decoded, answered, encoded. A malformed request is answered with
@@ -82,7 +92,7 @@ package final class AgentRequestHandler: Sendable {
     package func answer(_ request: AgentRequest, bySession: Bool = false, policy: (any AgentAccessPolicy)? = nil,
                         requester: AgentRequester? = nil) -> AgentResponse {
         let access = Access(operation: request.operation, bySession: bySession, policy: policy,
-                            writer: .agent(caller: requester?.summary ?? "a caller the agent was not told"))
+                            writer: .agent(caller: requester?.summary ?? "a caller the agent was not told"), requester: requester)
         do {
             switch request {
             case .status: return status()
@@ -124,7 +134,16 @@ package final class AgentRequestHandler: Sendable {
     private func unlock(_ directory: String, key: VaultKey) throws -> AgentResponse {
         let store = try open(directory, key)
         let now = ContinuousClock.now
-        vaults.withLock { $0[directory] = UnlockedVault(store: store, unlockedAt: Date(), lastUsed: now, unlockedInstant: now) }
+        let auditLog = audit.map { audit in
+            Result { () throws(VaultError) -> AuditLog in
+                do { return try audit.log(for: store) } catch let error as VaultError { throw error } catch {
+                    throw VaultError(.io, "the audit log's key could not be derived", path: directory)
+                }
+            }
+        }
+        vaults.withLock {
+            $0[directory] = UnlockedVault(store: store, audit: auditLog, unlockedAt: Date(), lastUsed: now, unlockedInstant: now)
+        }
         log("unlocked \(directory)")
         return .done
     }
@@ -135,18 +154,19 @@ package final class AgentRequestHandler: Sendable {
     }
 
     private func list(_ directory: String, owner: String?, access: Access) throws -> AgentResponse {
+        try authorize(directory, access, [(nil, owner)])
         let entries = try withVault(directory) { try $0.list(owner: owner) }
         return .metadata(entries.filter { access.lists(($0.name, $0.owner)) })
     }
 
     private func get(_ directory: String, name: String, owner: String, access: Access) throws -> AgentResponse {
-        try access.check((name, owner))
+        try authorize(directory, access, [(name, owner)])
         return .entry(try withVault(directory) { try $0.entry(named: name, owner: owner) })
     }
 
     /// Several entries of one owner read in one snapshot (a session's tokens); missing ones are left out.
     private func get(_ directory: String, names: [String], owner: String, access: Access) throws -> AgentResponse {
-        for name in names { try access.check((name, owner)) }
+        try authorize(directory, access, names.map { ($0, owner) })
         let entries = try withVault(directory) { store in
             try store.snapshot { view in
                 try names.compactMap { name -> VaultEntry? in
@@ -159,7 +179,7 @@ package final class AgentRequestHandler: Sendable {
     }
 
     private func add(_ directory: String, entries: [NewEntry], replace: Bool, access: Access) throws -> AgentResponse {
-        for entry in entries { try access.check((entry.name, entry.owner)) }
+        try authorize(directory, access, entries.map { ($0.name, $0.owner) })
         let stored = try withVault(directory) { store in
             try store.update(as: access.writer) { transaction in try entries.map { try transaction.put($0, replace: replace) } }
         }
@@ -167,14 +187,14 @@ package final class AgentRequestHandler: Sendable {
     }
 
     private func remove(_ directory: String, name: String, owner: String, access: Access) throws -> AgentResponse {
-        try access.check((name, owner))
+        try authorize(directory, access, [(name, owner)])
         try withVault(directory) { store in try store.update(as: access.writer) { try $0.remove(named: name, owner: owner) } }
         return .done
     }
 
     /// Several entries of one owner in one transaction (a session that ends), optionally with a new data key.
     private func remove(_ directory: String, names: [String], owner: String, rotatingDataKey: Bool, access: Access) throws -> AgentResponse {
-        for name in names { try access.check((name, owner)) }
+        try authorize(directory, access, names.map { ($0, owner) })
         try withVault(directory) { store in
             try store.update(as: access.writer) { transaction in
                 for name in names where transaction.metadata(named: name, owner: owner) != nil {
@@ -184,6 +204,49 @@ package final class AgentRequestHandler: Sendable {
             }
         }
         return .done
+    }
+
+    // MARK: The audit trail
+
+    /// Checks each entry of a request (reserved names, then the caller's rules) and records each
+    /// decision in the vault's audit log before anything is done: a refusal with its rule, else
+    /// "allowed". A record that cannot be written refuses the request (fail closed). A vault the
+    /// agent does not hold has no log key: its request fails as locked anyway.
+    /// - Parameter entries: (name, owner) per entry; a nil name is a list of `owner` (nil: every owner).
+    private func authorize(_ directory: String, _ access: Access, _ entries: [(name: String?, owner: String?)]) throws {
+        let log: Result<AuditLog, VaultError>?? = vaults.withLock { vaults in vaults[directory].map(\.audit) }
+        func record(_ entry: (name: String?, owner: String?), allowed: Bool, rule: String?) throws {
+            guard case let .some(.some(result)) = log else { return }
+            let auditLog: AuditLog
+            switch result {
+            case let .success(opened): auditLog = opened
+            case let .failure(error): throw Self.auditFailure(error, directory: directory)
+            }
+            do {
+                try auditLog.append(AuditEvent(time: clock(), operation: access.operation.rawValue, entry: entry.name, owner: entry.owner,
+                                               requester: access.requester, allowed: allowed, rule: rule))
+            } catch {
+                throw Self.auditFailure((error as? VaultError) ?? VaultError(.io, "the audit log could not be written"), directory: directory)
+            }
+        }
+        for entry in entries {
+            guard let name = entry.name else { continue }
+            do {
+                try access.check((name, entry.owner ?? ""))
+            } catch let refusal as VaultError {
+                // Refused either way; a refusal that cannot be recorded is still refused (with the audit's error).
+                try record(entry, allowed: false, rule: refusal.message)
+                throw refusal
+            }
+        }
+        for entry in entries { try record(entry, allowed: true, rule: nil) }
+    }
+
+    /// The error of a request refused because its audit record could not be written.
+    private static func auditFailure(_ error: VaultError, directory: String) -> VaultError {
+        VaultError(error.code == .insecurePermissions ? .insecurePermissions : .io,
+                   "the agent keeps an audit log of this vault and could not write to it (\(error.message)); it refuses entry requests it cannot record",
+                   path: error.path ?? directory, fix: error.fix ?? "free space on the disk of the audit log, or fix its folder's permissions")
     }
 
     // MARK: The vaults held
@@ -241,6 +304,8 @@ package final class AgentRequestHandler: Sendable {
         let policy: (any AgentAccessPolicy)?
         /// Who writes, for the history of what this request writes.
         let writer: EntryWriter
+        /// Who asked, for the audit log.
+        let requester: AgentRequester?
 
         func check(_ entry: (name: String, owner: String)) throws {
             if !bySession {

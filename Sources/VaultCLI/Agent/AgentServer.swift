@@ -62,7 +62,7 @@ final class AgentServer: @unchecked Sendable {
     init(socketPath: String, idleTimeout: Duration, maximumLifetime: Duration, environment: CommandEnvironment) throws {
         self.socketPath = socketPath
         handler = AgentRequestHandler(socketPath: socketPath, idleTimeout: idleTimeout, maximumLifetime: maximumLifetime,
-                                      log: { AgentLog.write($0) })
+                                      log: { AgentLog.write($0) }, audit: AgentAudit(xdgStateHome: environment[.xdgStateHome], home: environment[.home]))
         if let activated = Self.activatedSocket(environment) {
             listener = activated
             ownsSocketFile = false

@@ -49,6 +49,8 @@ package struct CommandEnvironment: Sendable {
         case path
         /// A Wayland session: `--clip` tries `wl-copy` first.
         case waylandDisplay
+        /// The audit logs' folder's parent (`vault agent`, `vault audit`).
+        case xdgStateHome
 
         /// The variable's name in the environment.
         var name: String { Self.names[rawValue] }
@@ -57,7 +59,7 @@ package struct CommandEnvironment: Sendable {
         /// at start-up instantiates no generic type of its own, docs/BENCHMARKS.md).
         fileprivate static let names = ["VAULT_STORE", "VAULT_STORE_NAME", "VAULT_KEY_FILE", "VAULT_PINENTRY", "HOME",
                                         "XDG_CONFIG_HOME", "GPG_TTY", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "BROWSER",
-                                        "LISTEN_PID", "LISTEN_FDS", "PATH", "WAYLAND_DISPLAY"]
+                                        "LISTEN_PID", "LISTEN_FDS", "PATH", "WAYLAND_DISPLAY", "XDG_STATE_HOME"]
     }
 
     /// The non-empty values, by `Variable.rawValue`.

@@ -218,7 +218,7 @@ import VaultCrypto
 
         // An unknown header flag bit is an unsupported version, before any key work.
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        bytes[11] = 0x02
+        bytes[10] = 0x80   // bit 15: no release knows it
         let digest = try VaultCrypto.SHA256.hash(Array(bytes[0..<174]))
         bytes.replaceSubrange(174..<182, with: digest[0..<8])
         expectVaultError(.unsupportedVersion) { try VaultFileHeader.parse(bytes, path: nil) }

@@ -11,6 +11,12 @@ enum ImportFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
     case keepassxcCSV = "keepassxc-csv"
     /// Bitwarden's unencrypted JSON export.
     case bitwardenJSON = "bitwarden-json"
+    /// The items of the Secret Service provider that owns `org.freedesktop.secrets` now (no SOURCE):
+    /// read over D-Bus by `vault-secret-service` (`SecretServiceImportReader`).
+    case secretService = "secret-service"
+
+    /// Whether SOURCE names a file or folder (every format but `secret-service`).
+    var readsFiles: Bool { self != .secretService }
 
     /// Reads `source` in this format.
     /// - Parameter readSecrets: false for `--dry-run` of a password store: names only, nothing decrypted.
@@ -20,6 +26,8 @@ enum ImportFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
         case .dotenv: try DotEnvImportReader.read(source)
         case .keepassxcCSV: try KeePassXCCSVReader.read(source)
         case .bitwardenJSON: try BitwardenJSONReader.read(source)
+        case .secretService:
+            throw VaultError(.invalidInput, "secret-service is read from the session bus, not from \(TerminalText.escaped(source))")
         }
     }
 
@@ -39,8 +47,28 @@ struct ImportSource {
         let label: String?
         /// Why the source's own data makes it invalid (a name that is not UTF-8), or nil.
         var invalidReason: String? = nil
-        /// The entry's kind: `generic`, or `totp` for a login's TOTP seed (`TOTPImport`).
+        /// The entry's owner ("" but for `secret-service`).
+        var owner = ""
+        /// The entry's kind: `generic`, or `totp` for a login's TOTP seed (`TOTPImport`), `password`
+        /// for a Secret Service item.
         var kind = EntryKind.generic
+        /// The entry's attributes (a Secret Service item's).
+        var attributes: [String: String] = [:]
+        /// How messages show it, when not by its name (a Secret Service item: "NAME (Collection/Label)").
+        var shown: String? = nil
+
+        /// A candidate; the members after `label` as for the file formats unless given.
+        init(name: String, secret: SecureBytes, label: String?, invalidReason: String? = nil, owner: String = "",
+             kind: EntryKind = .generic, attributes: [String: String] = [:], shown: String? = nil) {
+            self.name = name
+            self.secret = secret
+            self.label = label
+            self.invalidReason = invalidReason
+            self.owner = owner
+            self.kind = kind
+            self.attributes = attributes
+            self.shown = shown
+        }
     }
 
     /// The entries, in source order.

@@ -50,8 +50,14 @@ struct SecretServiceExporter {
                                                  timeout: try left(deadline), sensitive: true)
                 let secrets = answer.first?.dictionary ?? [:]
                 for item in items {
+                    // An item left out of GetSecrets' answer (still locked, or gone meanwhile) stops the
+                    // import rather than being dropped without a word.
                     guard case let .structure(members)? = secrets[item], members.count == 4, case let .bytes(parameters) = members[1],
-                          case let .bytes(value) = members[2] else { continue }
+                          case let .bytes(value) = members[2] else {
+                        throw VaultError(.io, "the Secret Service provider gave no secret for \(TerminalText.escaped(item)) "
+                                         + "(collection \(TerminalText.escaped(label))): it may still be locked, or was removed meanwhile",
+                                         fix: "unlock the collection in the provider and run the import again; nothing was imported")
+                    }
                     let itemProperties = try allProperties(connection, path: item, interface: Interface.item, deadline)
                     exports.append(SecretServiceItemExport(
                         collection: label, label: itemProperties["Label"]?.unwrapped.stringValue ?? "",

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import TestScheduling
+
+/// `vault audit` (issue 39, point 4) against a real agent: what its requests leave in the log,
+/// `--verify` on an intact and on an edited log, and what needs the key.
+@Suite(.blockingWork, .serialized) struct AuditCommandTests {
+    static func records(_ world: AgentCommandTests.World, _ extra: [String] = []) throws -> [[String: Any]] {
+        let result = try world.vault(["audit", "--json"] + extra)
+        #expect(result.status == 0, "\(result.stderrText)")
+        return (try JSONSerialization.jsonObject(with: result.stdout) as? [[String: Any]]) ?? []
+    }
+
+    @Test func agentRequestsAreRecordedAndTheChainVerifies() throws {
+        let world = try AgentCommandTests.World()
+        try world.unlock()
+        #expect(try world.vault(["get", "api"]).status == 0)
+        #expect(try world.vault(["list"]).status == 0)
+        #expect(try world.vault(["add", "second"], stdin: Data("second-secret-value".utf8)).status == 0)
+        #expect(try world.vault(["rm", "second"]).status == 0)
+
+        let records = try Self.records(world)
+        // (Refusals and their rules: AuditLogTests; the command refuses reserved names before asking the agent.)
+        #expect(records.map { $0["op"] as? String } == ["get", "list", "add", "rm"])
+        #expect(records.map { $0["entry"] as? String } == ["api", nil, "second", "second"])
+        #expect(records.map { $0["decision"] as? String } == ["allowed", "allowed", "allowed", "allowed"])
+        let caller = try #require(records.first?["caller"] as? [String: Any])
+        #expect(caller["personality"] as? String == "vault")
+        #expect((caller["executables"] as? [String])?.isEmpty == false)
+        #expect(records.allSatisfy { Set($0.keys) == ["seq", "time", "op", "entry", "owner", "caller", "decision", "rule"] })
+
+        let folder = world.sandbox.path(".local/state/vault/audit")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        let log = try #require(names.first { $0.hasSuffix(".log") })
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + log))
+        #expect(bytes.range(of: Data(AgentCommandTests.secret.utf8)) == nil && bytes.range(of: Data("second-secret-value".utf8)) == nil)
+
+        let text = try world.vault(["audit"])
+        #expect(text.status == 0 && text.stdoutText.contains("allowed") && text.stdoutText.contains("second"))
+        #expect(try Self.records(world, ["--since", "1h"]).count == 4)
+
+        let intact = try world.vault(["audit", "--verify"], environment: ["VAULT_PASSPHRASE": AgentCommandTests.passphrase])
+        #expect(intact.status == 0, "\(intact.stderrText)")
+        #expect(intact.stdoutText.contains("intact: 4 records"))
+
+        // One byte edited in record 2: 65, naming it.
+        var lines = try String(contentsOfFile: folder + "/" + log, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[1] = lines[1].replacingOccurrences(of: "\"list\"", with: "\"lisT\"")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: folder + "/" + log, atomically: false, encoding: .utf8)
+        let edited = try world.vault(["audit", "--verify"], environment: ["VAULT_PASSPHRASE": AgentCommandTests.passphrase])
+        #expect(edited.status == 65)
+        #expect(edited.stderrText.contains("audit record 2"))
+
+        // Verifying needs the vault's key; a wrong one is refused before any record is judged.
+        let wrong = try world.vault(["audit", "--verify"], environment: ["VAULT_PASSPHRASE": "not the passphrase at all"])
+        #expect(wrong.status == 77)
+        _ = world.stop()
+    }
+}

@@ -76,11 +76,11 @@ public struct OTPAuthURI: Sendable, CustomStringConvertible {
     /// The URI written back in a canonical form: every parameter spelled out, the secret in
     /// upper-case base32 without padding.
     public var uri: SecureBytes {
-        var head = Array("otpauth://totp/".utf8) + Self.percentEncoded(label) + Array("?secret=".utf8)
+        // The parts around the seed name no secret; only the seed's base32 needs zeroising memory.
+        let head = Array("otpauth://totp/".utf8) + Self.percentEncoded(label) + Array("?secret=".utf8)
         var tail: [UInt8] = []
         if let issuer { tail += Array("&issuer=".utf8) + Self.percentEncoded(issuer) }
         tail += Array("&algorithm=\(algorithm.rawValue)&digits=\(digits)&period=\(period)".utf8)
-        defer { head.removeAll(); tail.removeAll() }
         return SecureBytes(copying: head).appending(Base32.encode(seed)).appending(SecureBytes(copying: tail))
     }
 

@@ -37,8 +37,8 @@ extension VaultCommand {
             try ReservedEntryNames.check(name: name, owner: owner, for: .read)
             let entry = try await context.storage(.entries, options).readEntry(named: name, owner: owner)
             guard entry.metadata.kind == .totp else {
-                throw VaultError(.invalidInput, "'\(name)' is a \(entry.metadata.kind) entry, not a totp one",
-                                 fix: "store its otpauth://totp/ URI with 'vault add \(name) --kind totp'")
+                throw VaultError(.invalidInput, "'\(TerminalText.escaped(name))' is a \(entry.metadata.kind) entry, not a totp one",
+                                 fix: "store its otpauth://totp/ URI with 'vault add \(VaultError.shellQuoted(name)) --kind totp --replace'")
             }
             let code = try TOTPGenerator.code(for: try OTPAuthURI(parsing: entry.secret), at: at ?? Date())
             if json {

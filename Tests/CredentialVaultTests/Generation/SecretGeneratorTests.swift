@@ -6,7 +6,8 @@ import VaultCrypto
 /// Generated passwords and passphrases: uniform (chi-square), of the shape asked for, and the
 /// recipes' checks. Each chi-square test compares with the critical value at p = 0.001 for its
 /// degrees of freedom (scipy.stats.chi2.ppf(0.999, df)): a correct generator fails one such
-/// test once in a thousand runs, and the three here together at most 0.3 % of runs. A biased
+/// test once in a thousand runs, and the four statistics here together at most 0.4 % of runs
+/// (the per-position table and the pooled counts, all passwords of two classes, the words). A biased
 /// generator exceeds it by far at these sample sizes: plain `byte % 26` gives each of the first 22
 /// letters 10 of 256 byte values and the last 4 only 9, a pooled statistic near 215 where the
 /// limit is 52.62 (`aModuloBiasedDrawFailsThePooledTest` shows it).

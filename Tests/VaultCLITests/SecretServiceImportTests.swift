@@ -188,6 +188,27 @@ import CredentialVault
         }
     }
 
+    /// gnome-keyring's login collection locked again after the items were stored: the import asks
+    /// gnome-keyring to unlock it, whose prompt cannot be shown here (no system prompter on the
+    /// private bus), so gnome-keyring dismisses it and the import stops (77) with nothing written.
+    @Test func aLockedCollectionWhosePromptIsDismissedStopsTheImportWithNothingWritten() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let steps = """
+            dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets \\
+              org.freedesktop.Secret.Service.Lock array:objpath:/org/freedesktop/secrets/collection/login >/dev/null \\
+              || { echo 'Lock failed' >&2; exit 92; }
+            "$VAULT" import --from secret-service >locked.out 2>locked.err; echo $? >locked.status
+
+            """
+        guard let result = try Self.onPrivateBus(sandbox, key: key, keyring: true, steps: steps) else { return }
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(Self.text(sandbox, "locked.status") == "77\n", "\(Self.text(sandbox, "locked.err"))")
+        #expect(Self.text(sandbox, "locked.err").contains("stayed locked"), "\(Self.text(sandbox, "locked.err"))")
+        #expect(Self.text(sandbox, "locked.out").isEmpty)
+        #expect(try Self.importedEntries(sandbox, key).isEmpty)
+    }
+
     @Test func withoutAProviderOnTheBusTheImportSaysSoAndExits69() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

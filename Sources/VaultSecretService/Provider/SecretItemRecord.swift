@@ -1,5 +1,6 @@
 import CredentialVault
 import FoundationEssentials
+import VaultCLI
 
 /// What the provider knows of an item without its secret: the Item's properties.
 struct SecretItemRecord {
@@ -18,9 +19,9 @@ struct SecretItemRecord {
 
     /// The attribute, kept with the entry's sealed attributes, that holds a content type other than
     /// "text/plain". It is not shown in the item's Attributes, nor matched by searches.
-    static let contentTypeAttribute = "vault:content-type"
+    static let contentTypeAttribute = SecretServiceEntries.contentTypeAttribute
     /// The content type of a secret whose client named none.
-    static let defaultContentType = "text/plain"
+    static let defaultContentType = SecretServiceEntries.defaultContentType
 
     /// An item as a vault entry of owner `secret-service` stores it.
     init(metadata: EntryMetadata) {

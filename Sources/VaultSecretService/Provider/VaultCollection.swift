@@ -16,7 +16,7 @@ import VaultCLI
 /// With no index read yet (the agent started locked), a search answers IsLocked. Bus-thread only.
 final class VaultCollection {
     /// The owner of the vault entries that are Secret Service items.
-    static let owner = "secret-service"
+    static let owner = SecretServiceEntries.owner
     /// Its path element.
     static let id = "login"
 

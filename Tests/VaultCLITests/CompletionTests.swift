@@ -120,6 +120,14 @@ import TestScheduling
         for option in ["--length", "--charset", "--words", "--separator"] { #expect(generateOptions.contains(option), "\(generateOptions)") }
         #expect(try await world.candidates(shell, "vault add x --gen", environment: key) == ["--generate"])
         #expect(try await world.candidates(shell, "vault totp npm --j", environment: key) == ["--json"])
+        // Issue 39: history, restore and audit.
+        #expect(try await world.candidates(shell, "vault hist", environment: key) == ["history"])
+        #expect(try await world.candidates(shell, "vault history gi", environment: key) == ["github-token", "gitlab-token"])
+        #expect(try await world.candidates(shell, "vault restore n", environment: key) == ["npm"])
+        #expect(try await world.candidates(shell, "vault restore npm --ver", environment: key) == ["--version"])
+        #expect(try await world.candidates(shell, "vault history --li", environment: key) == ["--limit"])
+        let auditOptions = try await world.complete(shell, "vault audit --", environment: key)
+        for option in ["--since", "--json", "--verify"] { #expect(auditOptions.contains(option), "\(auditOptions)") }
         #expect(try await world.candidates(shell, "vault signin --merge-policy ", environment: key)
             == ["keepAccount", "keepGuest", "newestWins", "fail"])
         let files = try await world.complete(shell, "vault get --key-file \(world.sandbox.path("files"))/", environment: key)

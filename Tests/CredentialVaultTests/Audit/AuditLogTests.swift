@@ -113,6 +113,18 @@ import VaultCrypto
         #expect(verified.recordsChecked == 6 && verified.firstSequence == 1 && !verified.startsAfterRotation)
     }
 
+    @Test func aWriteThroughTheAgentNamesItsCallerInTheEntrysHistory() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        _ = world.handler.answer(.add(directory: world.directory, entries: [NewEntry(name: "api", secret: secret("replaced"))], replace: true),
+                                 requester: Self.caller)
+        _ = world.handler.answer(.remove(directory: world.directory, name: "api", owner: ""), requester: Self.caller)
+        let history = try world.store.history(named: "api")
+        #expect(history.versions.map(\.version) == [2, 1])
+        #expect(history.versions[0].writer == "agent: git (pid 4242; /usr/bin/git < /usr/bin/bash; unit session-2.scope)")
+        #expect(history.versions[1].writer == "", "written before, by a writer that did not say")
+    }
+
     @Test func anEditedByteIsFoundAtItsRecord() throws {
         let world = try World()
         defer { world.temp.cleanUp() }

@@ -108,6 +108,24 @@ import TestScheduling
         Self.expectNoSeed(code)
     }
 
+    @Test(.enabled(if: PostgresCLI.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"))
+    func aTOTPEntryAndAGeneratedSecretWorkOnAPostgreSQLStore() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let store = ["--store", try PostgresCLI.requireURL(), "--store-name", PostgresCLI.freshStoreName()]
+        #expect(try sandbox.run(["init"] + store, environment: key).status == 0)
+        let added = try sandbox.run(["add", "acme", "--kind", "totp"] + store, stdin: Data(Self.uri.utf8), environment: key)
+        #expect(added.status == 0, "\(added.stderrText)")
+        let code = try sandbox.run(["totp", "acme", "--at", "2005-03-18T01:58:29Z"] + store, environment: key)
+        #expect(code.stdoutText == "07081804\n", "\(code.stderrText)")
+        #expect(try sandbox.run(["list", "--json"] + store, environment: key).stdoutText.contains("\"totp\""))
+        let generated = try sandbox.run(["add", "db", "--generate", "--charset", "digits", "--length", "12"] + store, environment: key)
+        #expect(generated.status == 0 && generated.stdout.isEmpty, "\(generated.stderrText)")
+        let secret = try sandbox.run(["get", "db"] + store, environment: key).stdoutText
+        #expect(secret.count == 12 && secret.allSatisfy(\.isNumber))
+        #expect(try sandbox.run(["verify"] + store, environment: key).status == 0)
+    }
+
     // MARK: import
 
     @Test(.enabled(if: ImportCommandTests.hasKeePassXC))

@@ -110,6 +110,39 @@ import Testing
         #expect(!String(reflecting: uri).contains("JBSW"))
     }
 
+    @Test func mutatedURIsParseOrFailWithInvalidInputNeverACrash() throws {
+        // 20,000 deterministic mutations (a fixed linear congruential sequence): byte flips,
+        // insertions of the parser's delimiters, truncations. Each either parses or throws .invalidInput.
+        let base = Array("otpauth://totp/A%20b:c?secret=\(Self.secret)&issuer=A%26B&algorithm=sha512&digits=7&period=45".utf8)
+        let specials = Array("%&=?/#:".utf8) + [0, 0xFF, 0x80, 0x0A]
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var parsed = 0, refused = 0
+        for _ in 0..<20_000 {
+            var bytes = base
+            for _ in 0...next(3) {
+                switch next(4) {
+                case 0: bytes[next(bytes.count)] ^= UInt8(1 << next(8))
+                case 1: bytes.insert(specials[next(specials.count)], at: next(bytes.count + 1))
+                case 2: bytes.removeLast(next(min(bytes.count, 12)))
+                default: bytes[next(bytes.count)] = specials[next(specials.count)]
+                }
+                if bytes.isEmpty { bytes = [0x25] }
+            }
+            do {
+                _ = try OTPAuthURI(parsing: SecureBytes(copying: bytes))
+                parsed += 1
+            } catch let error as VaultError {
+                #expect(error.code == .invalidInput)
+                refused += 1
+            }
+        }
+        #expect(parsed > 0 && refused > 0)
+    }
+
     @Test func base32RoundTripsEveryLength() throws {
         for length in 0...40 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }

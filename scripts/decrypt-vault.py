@@ -21,7 +21,7 @@ def hkdf(ikm, salt, info):
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(ikm)
 
 
-def parse_entries(index, pos, count, values, k_value, vault_id):
+def parse_entries(index, pos, count, values, k_value, vault_id, check_padding=True):
     """Entries (the same layout in v1 and v2) from index[pos:], values at offsets in `values`."""
     entries = []
 
@@ -76,8 +76,57 @@ def parse_entries(index, pos, count, values, k_value, vault_id):
             "secretBase64": base64.b64encode(secret).decode(),
         })
     if expected_offset != len(values): sys.exit("values not fully claimed")
-    if any(index[pos:]): sys.exit("non-zero padding")
+    if check_padding and any(index[pos:]): sys.exit("non-zero padding")
     return entries, pos
+
+
+def parse_history(index, pos, vault_id, k_history):
+    """The history section (v3, header flag bit 0): earlier values kept inline, sealed under K_history."""
+    def take(n):
+        nonlocal pos
+        chunk = index[pos:pos + n]
+        if len(chunk) != n: sys.exit("history ends early")
+        pos += n
+        return chunk
+
+    def text(cap):
+        length = struct.unpack(">H", take(2))[0]
+        if length > cap: sys.exit("history text too long")
+        return take(length)
+
+    limit, count = struct.unpack(">HI", take(6))
+    if limit > 100 or count > 200000: sys.exit("history limit or count out of range")
+    records, previous = [], None
+    for _ in range(count):
+        owner_b, name_b = text(256), text(256)
+        if not name_b: sys.exit("history name empty")
+        if previous is not None and not previous < (owner_b, name_b): sys.exit("history records out of order")
+        previous = (owner_b, name_b)
+        last_version, = struct.unpack(">I", take(4))
+        last_writer = text(512).decode()
+        version_count, = struct.unpack(">H", take(2))
+        if last_version < 1 or version_count > limit: sys.exit("history record out of range")
+        versions, previous_version = [], 0
+        for _ in range(version_count):
+            number, kind_code, vflags = struct.unpack(">IBB", take(6))
+            if not previous_version < number <= last_version or vflags & ~7: sys.exit("history version out of range")
+            previous_version = number
+            label = text(1024).decode() if vflags & 1 else None
+            written, replaced = struct.unpack(">qq", take(16))
+            expires = struct.unpack(">q", take(8))[0] if vflags & 2 else None
+            writer = text(512).decode()
+            length, = struct.unpack(">I", take(4))
+            if length > 1 << 20: sys.exit("history value too long")
+            nonce, ciphertext, tag = take(12), take(length), take(16)
+            aad = (b"vault/v3/history" + vault_id + struct.pack(">H", len(owner_b)) + owner_b
+                   + struct.pack(">H", len(name_b)) + name_b + struct.pack(">I", number))
+            value = AESGCM(k_history).decrypt(nonce, ciphertext + tag, aad)
+            versions.append({"version": number, "kind": KINDS[kind_code], "label": label, "writtenMs": written,
+                             "replacedMs": replaced, "expiresMs": expires, "transferable": bool(vflags & 4),
+                             "writer": writer, "secretBase64": base64.b64encode(value).decode()})
+        records.append({"owner": owner_b.decode(), "name": name_b.decode(), "lastVersion": last_version,
+                        "lastWriter": last_writer, "versions": versions})
+    return {"limit": limit, "records": records}, pos
 
 
 def main():
@@ -100,8 +149,8 @@ def main():
     if hashlib.sha256(data[:checksummed]).digest()[:8] != data[checksummed:header_len]: sys.exit("bad checksum")
     flags, = struct.unpack(">H", data[10:12])
     # Bit 1 (v3): some entry has attributes; bit 2 (v3): some entry is of a kind above 5 (totp).
-    # (Bit 0, history, is not read by this script.)
-    if flags & ~6 or (flags and major != 3): sys.exit("unknown flags")
+    # Bit 0 (v3): the index carries a history section after the entries.
+    if flags & ~7 or (flags and major != 3): sys.exit("unknown flags")
     vault_id = data[12:28]
     kind, log_n = data[28], data[29]
     r, p = struct.unpack(">II", data[30:38])
@@ -155,12 +204,17 @@ def main():
         if -(-(exact_values + overhead) // 1024) * 1024 - overhead != len(region):
             sys.exit("values length does not match the region")
         if any(region[exact_values:]): sys.exit("non-zero values padding")
-        entries, end = parse_entries(index, 68, count, region[:exact_values], k_value, vault_id)
+        entries, end = parse_entries(index, 68, count, region[:exact_values], k_value, vault_id, check_padding=False)
+        if flags & 1:
+            history, end = parse_history(index, end, vault_id, hkdf(dek, vault_id, b"vault/v3/history"))
+        if any(index[end:]): sys.exit("non-zero padding")
         fixed = header_len + 12 + 16
         if len(index) != -(-(fixed + end) // 1024) * 1024 - fixed: sys.exit("index padding not canonical")
     if bool(flags & 2) != any(entry["attributes"] for entry in entries): sys.exit("attribute flag does not match the entries")
     if bool(flags & 4) != any(entry["kind"] == KINDS[6] for entry in entries): sys.exit("newer-kinds flag does not match the entries")
-    json.dump({"format": major, "vaultId": vault_id.hex(), "generation": generation, "entries": entries}, sys.stdout, indent=2)
+    result = {"format": major, "vaultId": vault_id.hex(), "generation": generation, "entries": entries}
+    if flags & 1: result["history"] = history
+    json.dump(result, sys.stdout, indent=2)
     print()
 
 

@@ -224,6 +224,41 @@ import VaultCrypto
         expectVaultError(.unsupportedVersion) { try VaultFileHeader.parse(bytes, path: nil) }
     }
 
+    @Test func theIndependentPythonReaderReadsTheHistorySection() throws {
+        guard GoldenVaultTests.pythonCryptographyAvailable() else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("python3 with 'cryptography' is required in CI") }
+            return
+        }
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let store = try Self.store(temp)
+        try store.update(as: .add) { try $0.put(NewEntry(name: "api", secret: secret("one"), label: "L")) }
+        try store.update(as: .import) { try $0.put(NewEntry(name: "api", secret: secret("two")), replace: true) }
+        try store.remove(named: "api")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/decrypt-vault.py").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, store.vaultPath, "--key-file", try Fixtures.privateCopy("keys/alice.key", into: temp)]
+        let outputPipe = Pipe(), errorPipe = Pipe()
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+        try process.run()
+        let output = outputPipe.fileHandleForReading.readDataToEndOfFile()
+        let errors = String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "the reader failed: \(errors)")
+        let object = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any])
+        let history = try #require(object["history"] as? [String: Any])
+        #expect(history["limit"] as? Int == 10)
+        let record = try #require((history["records"] as? [[String: Any]])?.first)
+        #expect(record["name"] as? String == "api" && record["lastVersion"] as? Int == 2)
+        let versions = try #require(record["versions"] as? [[String: Any]])
+        #expect(versions.map { $0["secretBase64"] as? String } == ["b25l", "dHdv"])
+        #expect(versions.map { $0["writer"] as? String } == ["add", "import"])
+        #expect(versions.first?["label"] as? String == "L")
+    }
+
     @Test func aVersion2FileKeepsNoHistoryAndSaysSo() throws {
         let temp = try TemporaryDirectory()
         defer { temp.cleanUp() }

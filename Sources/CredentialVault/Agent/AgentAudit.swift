@@ -13,7 +13,7 @@ package struct AgentAudit: Sendable {
     }
 
     /// Logs in `$XDG_STATE_HOME/vault/audit` (else `~/.local/state/vault/audit`), from the given
-    /// variables; nil without a usable home (the agent then refuses to start: see `AgentServer`).
+    /// variables; nil when neither names an absolute folder (the agent then keeps no audit log).
     package init?(xdgStateHome: String?, home: String?) {
         var environment: [String: String] = [:]
         environment["XDG_STATE_HOME"] = xdgStateHome

@@ -178,6 +178,26 @@ import VaultCrypto
         #expect(try store.metadata(named: "git").attributes == [name: value])
     }
 
+    /// Header flag bit 1 says "some entry has attributes", so that a release before them refuses the
+    /// file as an unsupported version (it knows no such bit) before asking for the key.
+    @Test func theHeaderFlagFollowsWhetherAnyEntryHasAttributes() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        let store = try SecretStore.create(in: temp.child("v"), key: Fixtures.keyFile("alice.key", in: temp), options: .testing())
+        func headerFlags() throws -> UInt16 {
+            try VaultFileHeader.parse(Array(try Data(contentsOf: URL(fileURLWithPath: store.vaultPath))), path: nil).flags
+        }
+        try store.put(NewEntry(name: "plain", secret: secret("x")))
+        #expect(try headerFlags() & VaultFileLayout.headerFlagAttributes == 0)
+        try store.put(NewEntry(name: "git", secret: secret("pw"), attributes: ["user": "alice"]))
+        #expect(try headerFlags() & VaultFileLayout.headerFlagAttributes != 0)
+        try store.put(NewEntry(name: "git", secret: secret("pw")), replace: true)
+        #expect(try headerFlags() & VaultFileLayout.headerFlagAttributes == 0, "gone with the last attribute")
+        try store.put(NewEntry(name: "git", secret: secret("pw"), attributes: ["user": "alice"]), replace: true)
+        try store.remove(named: "git")
+        #expect(try headerFlags() & VaultFileLayout.headerFlagAttributes == 0)
+    }
+
     /// A version 2 file stays readable by releases before attributes, so it does not take them.
     @Test func aVersion2VaultRefusesAttributesUntilUpgraded() throws {
         let temp = try TemporaryDirectory()

@@ -13,4 +13,13 @@ package protocol AgentAccessPolicy: Sendable {
     /// - Parameter entry: the entry's name and owner.
     /// - Returns: true when the rules allow listing it.
     func lists(_ entry: (name: String, owner: String)) -> Bool
+
+    /// The caller these rules are for, when known: the handler names it in the audit log and as
+    /// the writer in an entry's history when the request itself came without one.
+    var requester: AgentRequester? { get }
+}
+
+extension AgentAccessPolicy {
+    /// Not known, unless the policy says.
+    package var requester: AgentRequester? { nil }
 }

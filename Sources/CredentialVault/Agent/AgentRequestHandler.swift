@@ -91,6 +91,7 @@ package final class AgentRequestHandler: Sendable {
     /// - Returns: the answer; a failure is `.refused` with its error.
     package func answer(_ request: AgentRequest, bySession: Bool = false, policy: (any AgentAccessPolicy)? = nil,
                         requester: AgentRequester? = nil) -> AgentResponse {
+        let requester = requester ?? policy?.requester
         let access = Access(operation: request.operation, bySession: bySession, policy: policy,
                             writer: .agent(caller: requester?.summary ?? "a caller the agent was not told"), requester: requester)
         do {

@@ -23,6 +23,9 @@ struct ItemAccess: AgentAccessPolicy {
                          fix: "change the agent's rules file if this caller should be allowed")
     }
 
+    /// The bus caller, for the agent's audit log and history writer tags.
+    var requester: AgentRequester? { caller.requester }
+
     func lists(_ entry: (name: String, owner: String)) -> Bool {
         (try? check(.list, entry: entry)) != nil
     }

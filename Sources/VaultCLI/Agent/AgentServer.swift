@@ -165,7 +165,6 @@ final class AgentServer: @unchecked Sendable {
         }
         secretService.withLock { $0 = running }
         handler.announceSecretService(VaultAgentClient.Status.SecretService(busName: Self.secretServiceBusName, collection: directory))
-        AgentLog.write("serving the Secret Service as \(Self.secretServiceBusName), default collection \(directory)")
     }
 
     /// The bus name the Secret Service is served under.

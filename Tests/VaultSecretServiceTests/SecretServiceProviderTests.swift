@@ -232,6 +232,50 @@ import VaultCLI
         #expect(result.stdoutText.contains("still True"))
     }
 
+    /// The agent's rules (agent.json) apply to D-Bus callers with the items' attributes: a refused
+    /// GetSecret is AccessDenied naming the rule (and logged without a value), an item the caller
+    /// may not list is left out of searches, and other items are served as before.
+    @Test func theAgentsRulesApplyToBusCallersWithTheItemsAttributes() throws {
+        let world = try SecretServiceWorld(startAgent: false)
+        try FileManager.default.createDirectory(atPath: world.root + "/config/vault", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(atPath: world.root + "/config/vault/agent.json", contents: Data("""
+            {"rules": [
+              {"name": "no secrets of denied.example", "action": "deny", "operations": ["get"], "attributes": {"service": "denied.example"}},
+              {"name": "hidden items", "action": "deny", "operations": ["list"], "attributes": {"service": "hidden.example"}}
+            ]}
+            """.utf8), attributes: [.posixPermissions: 0o600])
+        let log = try world.startProvider([], socket: world.socket)
+        try world.unlock()
+        for service in ["ok.example", "denied.example", "hidden.example"] {
+            let stored = try world.secretTool(["store", "--label", service, "service", service], stdin: Data("value-of-\(service)".utf8))
+            #expect(stored.status == 0, "\(stored.stderrText)")
+        }
+        #expect(try world.secretTool(["lookup", "service", "ok.example"]).stdoutText == "value-of-ok.example")
+        let denied = try world.python("""
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            collection = secretstorage.get_default_collection(connection)
+            item = list(collection.search_items({"service": "denied.example"}))[0]
+            try:
+                item.get_secret()
+                print("served")
+            except Exception as error:
+                print("refused", error)
+            print("hidden", len(list(collection.search_items({"service": "hidden.example"}))))
+            print("all", len(list(collection.get_all_items())))
+            """)
+        #expect(denied.stdoutText.contains("refused"), "\(denied.stdoutText) \(denied.stderrText)")
+        #expect(denied.stdoutText.contains("rule 1 (no secrets of denied.example)"))
+        #expect(!denied.stdoutText.contains("value-of-denied"))
+        #expect(denied.stdoutText.contains("hidden 0"))
+        #expect(denied.stdoutText.contains("all 2"))
+        #expect(try world.secretTool(["lookup", "service", "denied.example"]).stdoutText.isEmpty)
+        let written = world.log(log)
+        #expect(written.contains("refused get of Secret Service item"), "\(written)")
+        #expect(!written.contains("value-of-"))
+    }
+
     /// `exportItems` (what `vault import --from secret-service` copies) reads every item of the
     /// provider that owns the name, here another vault agent, secrets and attributes included.
     @Test func exportReadsEveryItemOfTheProviderOwningTheName() throws {

@@ -112,4 +112,25 @@ import TestScheduling
         let verified = try sandbox.run(["verify"] + store, environment: key)
         #expect(verified.status == 0, "\(verified.stderrText)")
     }
+
+    @Test(.enabled(if: PostgresCLI.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"))
+    func migrateStoreKeepsTheAttributesBothWays() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let url = try PostgresCLI.requireURL()
+        let storeName = PostgresCLI.freshStoreName()
+        let expected = ["xdg:schema": "org.git.Password", "user": "alice"]
+        #expect(try sandbox.run(["add", "git", "--attribute", "xdg:schema=org.git.Password", "--attribute", "user=alice"],
+                                stdin: Data("pw".utf8), environment: key).status == 0)
+        let toPostgres = try sandbox.run(["migrate-store", "--to", url, "--to-store-name", storeName], environment: key)
+        #expect(toPostgres.status == 0, "\(toPostgres.stderrText)")
+        let store = ["--store", url, "--store-name", storeName]
+        let onPostgres = try #require(try Self.json(try sandbox.run(["inspect", "git", "--json"] + store, environment: key)) as? [String: Any])
+        #expect(onPostgres["attributes"] as? [String: String] == expected)
+        let back = sandbox.path("back")
+        let fromPostgres = try sandbox.run(["migrate-store"] + store + ["--to", "file", "--vault", back], environment: key)
+        #expect(fromPostgres.status == 0, "\(fromPostgres.stderrText)")
+        let inFile = try #require(try Self.json(try sandbox.run(["inspect", "git", "--json", "--vault", back], environment: key)) as? [String: Any])
+        #expect(inFile["attributes"] as? [String: String] == expected)
+    }
 }

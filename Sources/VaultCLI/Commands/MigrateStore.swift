@@ -75,6 +75,7 @@ extension VaultCommand {
                 let same = copy.secret == entry.secret && copy.metadata.kind == original.kind && copy.metadata.label == original.label
                     && copy.metadata.expiresAt == original.expiresAt && copy.metadata.transferable == original.transferable
                     && copy.metadata.createdAt == original.createdAt && copy.metadata.updatedAt == original.updatedAt
+                    && copy.metadata.attributes == original.attributes
                 guard same else {
                     throw VaultError(.tampered, "the entry '\(TerminalText.escaped(original.name))' reads back differently from the destination",
                                      fix: "do not use the copy; the source is unchanged")

@@ -91,7 +91,7 @@ extension SecretServiceProvider {
     }
 
     /// The introspection document of an object, with its children.
-    func introspect(_ object: SecretPaths.Object) throws -> String {
+    func introspect(_ object: SecretPaths.Object, _ call: Call) throws -> String {
         switch object {
         case .service:
             return SecretIntrospection.document(interface: SecretIntrospection.service,
@@ -108,11 +108,8 @@ extension SecretServiceProvider {
             throw BusError.noSuchObject("no such folder")
         case .collection, .alias:
             let collection = try collection(for: object)
-            // Children are listed without reading the vault (Introspect needs no rule).
-            let children: [String] = switch collection {
-            case .vault: []
-            case let .memory(memory): Array(memory.items.keys)
-            }
+            // The items the caller may list (a locked vault's remembered ones; none before it was read).
+            let children = ((try? listedRecords(collection, call))?.records ?? []).map(\.name)
             return SecretIntrospection.document(interface: SecretIntrospection.collection, children: children)
         case .item, .aliasItem:
             return SecretIntrospection.document(interface: SecretIntrospection.item, children: [])

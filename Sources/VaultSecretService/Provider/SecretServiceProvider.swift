@@ -151,7 +151,7 @@ final class SecretServiceProvider: @unchecked Sendable {
         let interface = call.interface ?? defaultInterface(of: object, member: call.member)
         switch interface {
         case Interface.introspectable where call.member == "Introspect":
-            return Answer(values: [.string(try introspect(object))])
+            return Answer(values: [.string(try introspect(object, call))])
         case Interface.properties:
             return try properties(call, object: object)
         default:

@@ -11,8 +11,8 @@ import VaultCrypto
 /// before with an HMAC under a key only the vault's key reaches (docs/SECURITY.md, "Audit log").
 ///
 /// Files, in `directory` (0700): `<vault id>.log` (current), `<vault id>.log.1` … `.log.<n>`
-/// (rotated, 1 the newest), and `<vault id>.head` (the sequence number and MAC of the last line,
-/// authenticated, so a cut tail shows). A line is `<mac hex> <prev hex> <json>\n` with
+/// (rotated, 1 the newest), `<vault id>.head` (the sequence number and MAC of the last line,
+/// authenticated, so a cut tail shows) and `<vault id>.lock` (one writer at a time across processes). A line is `<mac hex> <prev hex> <json>\n` with
 /// `mac = HMAC(K_audit, "vault/audit/v1" ‖ prev ‖ json)`, `prev` the MAC of the line before (32 zero
 /// bytes before the first record). Rotation moves the current file to `.log.1` when the next line
 /// would take it past `maximumFileBytes`; the chain goes on in the new file; the oldest file past
@@ -41,7 +41,8 @@ package final class AuditLog: Sendable {
     package let vaultID: String
     private let key: SymmetricKey
     private let limits: Limits
-    private let tail = Mutex<Tail?>(nil)
+    /// One append at a time within the process (the file lock does it across processes).
+    private let appending = Mutex(())
 
     /// Where the chain stands: the last record's number and MAC.
     private struct Tail {
@@ -85,14 +86,19 @@ package final class AuditLog: Sendable {
     var currentName: String { Self.currentName(vaultID: vaultID) }
     func rotatedName(_ number: Int) -> String { Self.rotatedName(vaultID: vaultID, number) }
     var headName: String { Self.headName(vaultID: vaultID) }
+    var lockName: String { "\(vaultID).lock" }
 
     /// Appends one record, durably enough that the next reader sees it (written before the
     /// operation is carried out; the caller refuses the operation when this throws).
     /// - Throws: `.insecurePermissions` for an unsafe folder or file, `.io`.
     package func append(_ event: AuditEvent) throws {
-        try tail.withLock { tail in
+        try appending.withLock { _ in
             let folder = try SecureFileSystem.openPrivateDirectory(directory, create: true)
-            var current = try tail ?? loadTail(in: folder.raw)
+            // One writer at a time across processes (two agents, an agent restarted while the old one
+            // finishes a request): under the lock the chain goes on from the head as written.
+            let lock = try FileLock.acquire(path: PathText.joining(directory, lockName), mode: .exclusive, timeout: .seconds(5))
+            defer { lock.release() }
+            let current = try loadTail(in: folder.raw)
             let sequence = current.sequence + 1
             let json = try event.json(sequence: sequence).serialized()
             let mac = try Self.mac(key: key, previous: current.mac, json: json)
@@ -100,9 +106,7 @@ package final class AuditLog: Sendable {
             line.append(0x0A)
             try rotateIfNeeded(in: folder.raw, adding: line.count)
             try appendLine(line, in: folder.raw)
-            current = Tail(sequence: sequence, mac: mac)
-            try writeHead(current, in: folder.raw)
-            tail = current
+            try writeHead(Tail(sequence: sequence, mac: mac), in: folder.raw)
         }
     }
 
@@ -126,7 +130,8 @@ package final class AuditLog: Sendable {
     }
 
     /// Where to go on from: the head when it authenticates, else the current file's last line
-    /// (a head that does not match stays for `verify` to report), else the start.
+    /// (a head that does not match stays for `verify` to report), else the start. Read on every
+    /// append, under the lock (150 bytes), so no process goes on from a stale tail.
     private func loadTail(in folder: Int32) throws -> Tail {
         let headPath = PathText.joining(directory, headName)
         if let bytes = try? SecureFileSystem.readPrivateFile(headPath, maxBytes: 256),

@@ -190,7 +190,8 @@ import VaultCrypto
         defer { world.temp.cleanUp() }
         for _ in 0..<4 { world.exercise() }   // 20 records of about 400 bytes: more than three files
         let names = try FileManager.default.contentsOfDirectory(atPath: world.auditFolder).sorted()
-        #expect(names == ["\(world.vaultID).head", "\(world.vaultID).log", "\(world.vaultID).log.1", "\(world.vaultID).log.2"])
+        #expect(names == ["\(world.vaultID).head", "\(world.vaultID).lock", "\(world.vaultID).log", "\(world.vaultID).log.1",
+                          "\(world.vaultID).log.2"])
         for name in names where name.contains(".log") {
             let size = try #require(try FileManager.default.attributesOfItem(atPath: world.auditFolder + "/" + name)[.size] as? Int)
             #expect(size <= 1_500)

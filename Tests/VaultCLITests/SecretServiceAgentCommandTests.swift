@@ -98,6 +98,19 @@ import TestScheduling
         }
     }
 
+    @Test func bashCompletesTheSecretServiceOptions() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let script = try sandbox.run(["--generate-completion-script", "bash"])
+        try script.stdout.write(to: URL(fileURLWithPath: sandbox.path("completion.bash")))
+        guard ExternalProcess.required("bash") != nil else { return }
+        let offered = try ExternalProcess.run(CompletionTests.driver, ["bash", sandbox.path("completion.bash"), "vault agent --"],
+                                              environment: sandbox.environment)
+        #expect(offered.status == 0, "\(offered.stderrText)")
+        let options = Set(offered.stdoutText.split(separator: "\n").map(String.init))
+        #expect(options.isSuperset(of: ["--secret-service", "--replace", "--vault", "--sh", "--status"]), "\(options)")
+    }
+
     @Test func vaultLinksNoBusLibraryAndItsHelperDoes() throws {
         let vault = try CLIBinary.path()
         let modules = try HelperExecutableTests.linkedModules(vault)

@@ -138,6 +138,25 @@ import VaultCLI
         #expect(got.stdoutText == "secret-canary-0b9e", "\(got.stderrText)")
     }
 
+    /// A label the vault's labels cannot hold (Python keyring's name the user and service as given:
+    /// line breaks, tabs) is kept exactly for clients, hidden in the sealed attributes, and shown by
+    /// `vault list` with U+FFFD in place of what it refuses; the hidden attributes stay hidden.
+    @Test func labelsWithControlCharactersAreKeptExactly() throws {
+        let world = try SecretServiceWorld()
+        try world.unlock()
+        let result = try world.python("""
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            collection = secretstorage.get_default_collection(connection)
+            item = collection.create_item("line one\\nline\\ttwo", {"app": "ctl", "vault:label": "spoof"}, b"v", content_type="application/x-test")
+            found = list(collection.search_items({"app": "ctl"}))[0]
+            print(repr(found.get_label()), sorted(found.get_attributes().items()), found.get_secret_content_type())
+            """)
+        #expect(result.stdoutText.contains("'line one\\nline\\ttwo' [('app', 'ctl')] application/x-test"), "\(result.stdoutText) \(result.stderrText)")
+        let listed = try world.vault(["list", "--owner", "secret-service"], environment: ["VAULT_PASSPHRASE": SecretServiceWorld.passphrase])
+        #expect(listed.stdoutText.contains("line one\u{FFFD}line\u{FFFD}two"), "\(listed.stdoutText)")
+    }
+
     @Test func aNameOwnedByAnotherProgramIsAClearErrorUnlessReplaceIsGiven() throws {
         let world = try SecretServiceWorld(startAgent: false)
         // A stand-in owner that allows replacement (as gnome-keyring-daemon --replace expects).

@@ -48,9 +48,8 @@ extension SecretServiceProvider {
             guard let dictionary = given.unwrapped.stringDictionaryValue else {
                 throw BusError.invalidArguments("an item's Attributes are a{ss}")
             }
-            attributes = dictionary
+            attributes = SecretItemRecord.visible(dictionary)
         }
-        attributes[SecretItemRecord.contentTypeAttribute] = nil
         if isLocked(collection) {
             throw BusError.isLocked("the vault \(setup.directory) is locked: unlock it (Unlock, or 'vault unlock' in a terminal)")
         }

@@ -73,9 +73,8 @@ extension SecretServiceProvider {
                 guard let label = value.stringValue else { throw BusError.invalidArguments("Label is a string") }
                 record.label = label
             } else {
-                guard var attributes = value.stringDictionaryValue else { throw BusError.invalidArguments("Attributes are a{ss}") }
-                attributes[SecretItemRecord.contentTypeAttribute] = nil
-                record.attributes = attributes
+                guard let attributes = value.stringDictionaryValue else { throw BusError.invalidArguments("Attributes are a{ss}") }
+                record.attributes = SecretItemRecord.visible(attributes)
             }
             try rewrite(collection, record, secret: nil, call)
             let path = SecretPaths.item(collection.id, itemName)

@@ -125,6 +125,8 @@ final class SecretServiceProvider: @unchecked Sendable {
         let interface = sd_bus_message_get_interface(message).map { String(cString: $0) }
         let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
         let sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
+        // A call that carries a secret: sd-bus wipes the message's buffer when it is freed.
+        if member == "CreateItem" || member == "SetSecret" { _ = sd_bus_message_sensitive(message) }
         let caller: AgentCaller
         switch callers.identity(of: sender, on: connection) {
         case let .caller(identified): caller = identified

@@ -86,7 +86,7 @@ final class VaultCollection {
     /// Stores the item (a new entry, or a replacement of entry `record.name`).
     func put(_ record: SecretItemRecord, secret: SecureBytes, replace: Bool, access: ItemAccess) throws {
         let entry = NewEntry(name: record.name, owner: Self.owner, secret: secret, kind: .generic,
-                             label: record.label.isEmpty ? nil : record.label, attributes: record.storedAttributes)
+                             label: record.storedLabel, attributes: record.storedAttributes)
         switch handler.answer(.add(directory: directory, entries: [entry], replace: replace), policy: access) {
         case let .metadata(stored):
             for metadata in stored { index?[metadata.name] = SecretItemRecord(metadata: metadata) }

@@ -75,9 +75,14 @@ import TestScheduling
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("agent/agent.sock")))
         // The plain agent does not need it.
         let plain = try RunningCLI(["agent"], environment: sandbox.environment.merging(environment) { _, new in new }, executable: alone)
+        // Answering means serving: its signal handlers are in place before SIGTERM.
         let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: sandbox.path("agent/agent.sock")), Date() < deadline { usleep(10_000) }
-        #expect(FileManager.default.fileExists(atPath: sandbox.path("agent/agent.sock")))
+        var answered = false
+        while !answered, Date() < deadline {
+            answered = try sandbox.runBinary(alone, ["agent", "--status"], environment: environment).status == 0
+            if !answered { usleep(20_000) }
+        }
+        #expect(answered)
         kill(plain.pid, SIGTERM)
         #expect(plain.finish(timeout: 20).status == 0)
     }

@@ -247,6 +247,12 @@ final class SecretServiceProvider: @unchecked Sendable {
         } catch {
             throw BusError.accessDenied("the agent's rules file is unusable, so every request is refused: \(Self.describe(error))")
         }
+        if rules != nil, !call.caller.identified {
+            // No rule can be asked about a process not known to be the one on that connection (as for socket callers).
+            setup.log("refused a Secret Service call to \(call.caller.description)")
+            throw BusError.accessDenied("the agent could not identify the process on this bus connection (pid \(call.caller.pid)), "
+                                        + "so its rules refuse it")
+        }
         return ItemAccess(rules: rules, caller: call.caller, attributes: Dictionary(records.map { ($0.name, $0.attributes) },
                                                                                    uniquingKeysWith: { first, _ in first }), log: setup.log)
     }

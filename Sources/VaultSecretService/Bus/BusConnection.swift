@@ -145,7 +145,19 @@ final class BusConnection: @unchecked Sendable {
         }
         defer { sd_bus_message_unref(reply) }
         if sensitive { _ = sd_bus_message_sensitive(reply) }
-        return try BusMessage.readBody(reply)
+        // A descriptor (`h`) is the reply's, closed with it: the answer holds a duplicate, which the caller closes.
+        return try BusMessage.readBody(reply).map(Self.duplicatingDescriptors)
+    }
+
+    private static func duplicatingDescriptors(_ value: BusValue) -> BusValue {
+        switch value {
+        case let .unixFD(descriptor): return .unixFD(descriptor >= 0 ? fcntl(descriptor, F_DUPFD_CLOEXEC, 0) : -1)
+        case let .variant(inner): return .variant(duplicatingDescriptors(inner))
+        case let .array(element, elements): return .array(element: element, elements.map(duplicatingDescriptors))
+        case let .structure(members): return .structure(members.map(duplicatingDescriptors))
+        case let .dictionaryEntry(key, inner): return .dictionaryEntry(key, duplicatingDescriptors(inner))
+        default: return value
+        }
     }
 
     /// Answers a method call with `values` (`sd_bus_message_new_method_return`).

@@ -45,6 +45,13 @@ final class BusCallers {
         } catch {
             return .refused(.accessDenied("the bus did not say who \(sender) is: \(error)"))
         }
+        // ProcessFD (dbus-broker, dbus-daemon 1.15.7 and later): a pidfd of the caller, duplicated
+        // for us by BusConnection.call; AgentPeer takes its own duplicate, so ours is closed here.
+        let pidfd: Int32? = answer.first?.dictionary?["ProcessFD"].flatMap { value in
+            if case let .unixFD(descriptor) = value.unwrapped, descriptor >= 0 { return descriptor }
+            return nil
+        }
+        defer { if let pidfd { close(pidfd) } }
         guard let credentials = answer.first?.dictionary,
               let uid = credentials["UnixUserID"]?.unwrapped.uint32Value,
               let pid = credentials["ProcessID"]?.unwrapped.uint32Value else {
@@ -53,10 +60,8 @@ final class BusCallers {
         guard uid == getuid() else {
             return .refused(.accessDenied("the Secret Service of this agent serves only its own user (uid \(getuid())); \(sender) is uid \(uid)"))
         }
-        // A ProcessFD arrives as a descriptor number of the answer message, already closed once the
-        // answer was read; dbus-daemon 1.14 (Debian 12) sends none. Without one, the start time
-        // stands in (AgentPeer).
-        let peer = AgentPeer(pid: Int32(bitPattern: pid), pidfd: nil)
+        // Without a pidfd (dbus-daemon 1.14, Debian 12, sends none) the start time stands in (AgentPeer).
+        let peer = AgentPeer(pid: Int32(bitPattern: pid), pidfd: pidfd)
         return .caller(AgentCaller.identify(peer))
     }
 }

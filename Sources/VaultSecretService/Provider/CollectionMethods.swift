@@ -69,6 +69,13 @@ extension SecretServiceProvider {
         let path = SecretPaths.item(collection.id, record.name)
         return Answer(values: [.objectPath(path), .objectPath(SecretPaths.none)]) { [self] in
             emit(collection.path, Interface.collection, existing == nil ? "ItemCreated" : "ItemChanged", [.objectPath(path)])
+            if existing == nil { itemsChanged(collection) }
         }
+    }
+
+    /// Tells long-lived clients that a collection's Items changed (PropertiesChanged, Items invalidated).
+    func itemsChanged(_ collection: Collection) {
+        emit(collection.path, Interface.properties, "PropertiesChanged",
+             [.string(Interface.collection), .properties([:]), .array(element: "s", [.string("Items")])])
     }
 }

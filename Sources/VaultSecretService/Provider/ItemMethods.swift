@@ -31,6 +31,7 @@ extension SecretServiceProvider {
             let path = SecretPaths.item(collection.id, name)
             return Answer(values: [.objectPath(SecretPaths.none)]) { [self] in
                 emit(collection.path, Interface.collection, "ItemDeleted", [.objectPath(path)])
+                itemsChanged(collection)
             }
         default:
             throw BusError.unknownMethod(Interface.item, call.member)

@@ -158,6 +158,11 @@ import TestScheduling
             if plainStatus == nil { usleep(20_000) }
         }
         #expect(plainStatus?["secretService"] is NSNull, "\(String(describing: plainStatus))")
+        // --sh --secret-service does not pass that agent off as serving the Secret Service.
+        let reused = try sandbox.run(["agent", "--sh", "--secret-service"], environment: world.environment(socket: "other/agent.sock"))
+        #expect(reused.status == 73, "\(reused.stderrText)")
+        #expect(reused.stderrText.contains("without the Secret Service"), "\(reused.stderrText)")
+        #expect(reused.stdout.isEmpty)
         kill(plain.pid, SIGTERM)
         _ = plain.finish(timeout: 20)
 
@@ -200,6 +205,10 @@ import TestScheduling
         let served = try #require(status["secretService"] as? [String: Any], "\(status)")
         #expect(served["busName"] as? String == "org.freedesktop.secrets")
         let pid = try #require(status["pid"] as? Int)
+        // Asked again, the running agent is reused.
+        let again = try sandbox.run(["agent", "--sh", "--secret-service"], environment: world.environment(), timeout: 60)
+        #expect(again.status == 0, "\(again.stderrText)")
+        #expect(again.stdoutText.contains("Agent already running, pid \(pid)"), "\(again.stdoutText)")
         #expect(kill(Int32(pid), SIGTERM) == 0)
         let deadline = Date().addingTimeInterval(20)
         while kill(Int32(pid), 0) == 0, Date() < deadline { usleep(20_000) }

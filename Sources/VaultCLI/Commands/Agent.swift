@@ -157,6 +157,10 @@ extension VaultCommand {
             }
             guard let path else { return }
             if let running = try? VaultAgentClient(socketPath: path).status() {
+                if secretService, running.secretService == nil {
+                    throw VaultError(.alreadyExists, "an agent already runs on this socket (pid \(running.pid)), without the Secret Service",
+                                     path: path, fix: "stop it (kill \(running.pid)), then start it again with --secret-service")
+                }
                 return try printShellLines(socket: path, pid: running.pid, started: false)
             }
             let pid = try Self.spawnDetached(backgroundArguments, socket: path)

@@ -157,6 +157,21 @@ import VaultCLI
         #expect(listed.stdoutText.contains("line one\u{FFFD}line\u{FFFD}two"), "\(listed.stdoutText)")
     }
 
+    /// Another user's process on the bus (a bus whose policy lets every uid in, unlike a session
+    /// bus) is refused by the provider itself: AccessDenied, logged, and the agent keeps serving.
+    @Test func anotherUsersCallerIsRefused() throws {
+        let world = try SecretServiceWorld(startAgent: false, everyUsersBus: true)
+        let log = try world.startProvider([], socket: world.socket)
+        try world.unlock()
+        #expect(try world.secretTool(["store", "--label", "x", "k", "v"], stdin: Data("mine".utf8)).status == 0)
+        let other = try world.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/secret-tool", "lookup", "k", "v"],
+                                  environment: ["HOME": "/tmp"])
+        #expect(other.status != 0)
+        #expect(other.stdoutText.isEmpty, "nothing is served to another user")
+        #expect(world.log(log).contains("serves only its own user"), "\(world.log(log))")
+        #expect(try world.secretTool(["lookup", "k", "v"]).stdoutText == "mine")
+    }
+
     @Test func aNameOwnedByAnotherProgramIsAClearErrorUnlessReplaceIsGiven() throws {
         let world = try SecretServiceWorld(startAgent: false)
         // A stand-in owner that allows replacement (as gnome-keyring-daemon --replace expects).

@@ -39,23 +39,51 @@ final class SecretServiceWorld {
          "VAULT_AGENT_SOCK": socket, "XDG_CONFIG_HOME": root + "/config", "LANG": "C.UTF-8"]
     }
 
+    /// The folder of a bus that every user may connect to (`everyUsersBus`), removed with the world.
+    private let sharedFolder: String?
+
     /// The world, with the agent started (`agentArguments` added, `agentEnvironment` merged) unless `startAgent` is false.
-    init(agentArguments: [String] = [], agentEnvironment: [String: String] = [:], startAgent: Bool = true) throws {
+    /// - Parameter everyUsersBus: a bus whose policy lets any uid connect (its socket in a folder of
+    ///   mode 0755), to see the provider itself refuse another user.
+    init(agentArguments: [String] = [], agentEnvironment: [String: String] = [:], startAgent: Bool = true,
+         everyUsersBus: Bool = false) throws {
         root = NSTemporaryDirectory() + "vault-ss-test-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.createDirectory(atPath: root + "/config", withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         vaultDirectory = root + "/vault"
         socket = root + "/agent.sock"
-        busAddress = "unix:path=\(root)/bus"
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=" + busAddress]
+        if everyUsersBus {
+            let shared = root + "-bus"
+            try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            sharedFolder = shared
+            busAddress = "unix:path=\(shared)/bus"
+            let configuration = """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig>
+                  <type>session</type>
+                  <listen>\(busAddress)</listen>
+                  <auth>EXTERNAL</auth>
+                  <policy context="default"><allow user="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+                </busconfig>
+                """
+            FileManager.default.createFile(atPath: shared + "/bus.conf", contents: Data(configuration.utf8), attributes: [.posixPermissions: 0o644])
+            bus.arguments = ["--config-file=" + shared + "/bus.conf", "--nofork", "--nopidfile"]
+        } else {
+            sharedFolder = nil
+            busAddress = "unix:path=\(root)/bus"
+            bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=" + busAddress]
+        }
         bus.standardInput = FileHandle.nullDevice
         bus.standardOutput = FileHandle.nullDevice
         bus.standardError = FileHandle.nullDevice
         try bus.run()
         BlockingWait.check("waiting for dbus-daemon")
-        try Self.wait("dbus-daemon listening") { FileManager.default.fileExists(atPath: self.root + "/bus") }
+        let socketPath = String(busAddress.dropFirst("unix:path=".count))
+        try Self.wait("dbus-daemon listening") { FileManager.default.fileExists(atPath: socketPath) }
+        if everyUsersBus { chmod(socketPath, 0o777) }
         let made = try vault(["init", "--no-agent"], environment: ["VAULT_PASSPHRASE": Self.passphrase])
         guard made.status == 0 else { throw SecretServiceTestFailure("vault init: \(made.stderrText)") }
         if startAgent { _ = try startProvider(agentArguments, environment: agentEnvironment, socket: socket) }
@@ -72,6 +100,7 @@ final class SecretServiceWorld {
             bus.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: root)
+        if let sharedFolder { try? FileManager.default.removeItem(atPath: sharedFolder) }
     }
 
     // MARK: Programs

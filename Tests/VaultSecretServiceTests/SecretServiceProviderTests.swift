@@ -14,6 +14,7 @@ import VaultCLI
 /// name's owner, locked vaults and their prompts, sessions bound to their connection, malformed calls.
 @Suite(.blockingWork, .serialized) struct SecretServiceProviderTests {
     @Test func secretToolStoresAndLooksUpThroughADHSession() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         let stored = try world.secretTool(["store", "--label", "Example login", "service", "example.org", "user", "alice"],
@@ -36,6 +37,7 @@ import VaultCLI
     }
 
     @Test func secretstorageUsesTheDefaultCollectionThroughItsAlias() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         let result = try world.python("""
@@ -62,6 +64,7 @@ import VaultCLI
     /// A plain session (jeepney speaking the protocol itself), a session used from another
     /// connection (refused), and malformed calls: each a clear D-Bus error, and the agent still serves.
     @Test func plainSessionsBelongToTheirConnectionAndMalformedCallsAreRefused() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         let result = try world.python("""
@@ -119,6 +122,7 @@ import VaultCLI
     /// Label, attributes and secret are sealed in the vault file; the item is an entry of owner
     /// secret-service that `vault list` shows and `vault get` reads.
     @Test func itemsAreSealedVaultEntriesOfOwnerSecretService() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         let stored = try world.secretTool(["store", "--label", "label-canary-7f3a", "attr-name-canary-91c2", "attr-value-canary-55d1"],
@@ -142,6 +146,7 @@ import VaultCLI
     /// line breaks, tabs) is kept exactly for clients, hidden in the sealed attributes, and shown by
     /// `vault list` with U+FFFD in place of what it refuses; the hidden attributes stay hidden.
     @Test func labelsWithControlCharactersAreKeptExactly() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         let result = try world.python("""
@@ -160,6 +165,7 @@ import VaultCLI
     /// Another user's process on the bus (a bus whose policy lets every uid in, unlike a session
     /// bus) is refused by the provider itself: AccessDenied, logged, and the agent keeps serving.
     @Test func anotherUsersCallerIsRefused() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld(startAgent: false, everyUsersBus: true)
         let log = try world.startProvider([], socket: world.socket)
         try world.unlock()
@@ -173,6 +179,7 @@ import VaultCLI
     }
 
     @Test func aNameOwnedByAnotherProgramIsAClearErrorUnlessReplaceIsGiven() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld(startAgent: false)
         // A stand-in owner that allows replacement (as gnome-keyring-daemon --replace expects).
         let holder = world.script("holder.py", """
@@ -226,6 +233,7 @@ import VaultCLI
     /// them through the provider's prompt, which asks $VAULT_PINENTRY; a cancelled pinentry
     /// dismisses the prompt and the vault stays locked; without a pinentry the prompt is dismissed.
     @Test func aLockedVaultIsUnlockedThroughAPromptAndAPinentry() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld(startAgent: false)
         let pinentry = world.pinentry()
         let log = try world.startProvider([], environment: ["VAULT_PINENTRY": pinentry.program], socket: world.socket)
@@ -249,6 +257,7 @@ import VaultCLI
     }
 
     @Test func withoutAPinentryThePromptIsDismissedAndLogged() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         #expect(try world.secretTool(["store", "--label", "x", "k", "v"], stdin: Data("v1".utf8)).status == 0)
@@ -270,6 +279,7 @@ import VaultCLI
     /// GetSecret is AccessDenied naming the rule (and logged without a value), an item the caller
     /// may not list is left out of searches, and other items are served as before.
     @Test func theAgentsRulesApplyToBusCallersWithTheItemsAttributes() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld(startAgent: false)
         try FileManager.default.createDirectory(atPath: world.root + "/config/vault", withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -313,6 +323,7 @@ import VaultCLI
     /// `exportItems` (what `vault import --from secret-service` copies) reads every item of the
     /// provider that owns the name, here another vault agent, secrets and attributes included.
     @Test func exportReadsEveryItemOfTheProviderOwningTheName() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
         try world.unlock()
         #expect(try world.secretTool(["store", "--label", "first", "app", "one"], stdin: Data("secret-one".utf8)).status == 0)

@@ -105,6 +105,22 @@ final class SecretServiceWorld {
 
     // MARK: Programs
 
+    /// Whether Debian's dbus-daemon, secret-tool, setpriv and python3 with secretstorage are
+    /// installed; when not, the test returns early on a developer machine and fails under CI=true
+    /// (.ci/run installs them).
+    static func clientsInstalled(sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let needed = ["/usr/bin/dbus-daemon", "/usr/bin/secret-tool", "/usr/bin/setpriv", "/usr/bin/python3",
+                      "/usr/lib/python3/dist-packages/secretstorage", "/usr/lib/python3/dist-packages/jeepney"]
+        let missing = needed.filter { !FileManager.default.fileExists(atPath: $0) }
+        guard missing.isEmpty else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                Issue.record("not installed: \(missing.joined(separator: ", ")); CI must install them (.ci/run)", sourceLocation: sourceLocation)
+            }
+            return false
+        }
+        return true
+    }
+
     /// The folder of the built products (beside the test bundle).
     static func builtProduct(_ name: String) throws -> String {
         var candidates: [URL] = []

@@ -119,6 +119,33 @@ import VaultCLI
         #expect(world.agent?.isRunning == true)
     }
 
+    /// A session goes when the connection that opened it leaves the bus (NameOwnerChanged).
+    @Test func aSessionEndsWithItsConnection() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
+        let world = try SecretServiceWorld()
+        let result = try world.python("""
+            import time
+            from jeepney import DBusAddress, new_method_call
+            from jeepney.io.blocking import open_dbus_connection
+            NAME = "org.freedesktop.secrets"
+            service = DBusAddress("/org/freedesktop/secrets", bus_name=NAME, interface="org.freedesktop.Secret.Service")
+            folder = DBusAddress("/org/freedesktop/secrets/session", bus_name=NAME, interface="org.freedesktop.DBus.Introspectable")
+            a = open_dbus_connection(bus="SESSION")
+            b = open_dbus_connection(bus="SESSION")
+            path = a.send_and_get_reply(new_method_call(service, "OpenSession", "sv", ("plain", ("s", ""))), timeout=10).body[1]
+            node = '<node name="%s"/>' % path.rsplit("/", 1)[1]
+            print("open", node in b.send_and_get_reply(new_method_call(folder, "Introspect"), timeout=10).body[0])
+            a.close()
+            for _ in range(100):
+                if node not in b.send_and_get_reply(new_method_call(folder, "Introspect"), timeout=10).body[0]:
+                    print("gone")
+                    break
+                time.sleep(0.05)
+            """)
+        #expect(result.stdoutText.contains("open True"), "\(result.stdoutText) \(result.stderrText)")
+        #expect(result.stdoutText.contains("gone"))
+    }
+
     /// Label, attributes and secret are sealed in the vault file; the item is an entry of owner
     /// secret-service that `vault list` shows and `vault get` reads.
     @Test func itemsAreSealedVaultEntriesOfOwnerSecretService() throws {

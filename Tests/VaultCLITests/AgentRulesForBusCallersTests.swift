@@ -81,7 +81,7 @@ import Testing
 
     @Test func aSocketRequestWhoseAttributesAreUnknownMatchesNoAttributesCondition() throws {
         let rules = try #require(try Self.load(Self.documented))
-        // The socket's callers are asked without attributes: only the Python rule (no attributes) applies.
+        // Asked without attributes (not known: no such entry): only the Python rule (no attributes) applies.
         #expect(rules.refusal(operation: .get, entry: ("item", "secret-service"), caller: Self.secretTool) == nil)
         #expect(rules.refusal(operation: .get, entry: ("item", "secret-service"), caller: Self.python)?.index == 0)
         let rule = try #require(rules.rules.last)
@@ -121,6 +121,6 @@ import Testing
         let rules = try #require(try Self.load(#"{ "rules": [ { "name": "bus callers", "action": "deny", "attributes": {} } ] }"#))
         #expect(rules.refusal(operation: .get, entry: ("item", "secret-service"), attributes: [:], caller: Self.secretTool) != nil)
         #expect(rules.refusal(operation: .get, entry: ("item", "secret-service"), caller: Self.secretTool) == nil,
-                "a socket request's attributes are not known")
+                "attributes not known")
     }
 }

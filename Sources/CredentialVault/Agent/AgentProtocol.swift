@@ -364,11 +364,13 @@ extension AgentResponse {
                     Field.expiresAtSeconds: .number(vault.expiresAt.timeIntervalSince1970),
                 ]
             }
-            let served: JSONValue = status.secretService.map { [Field.busName: .string($0.busName), Field.collection: .string($0.collection)] }
-                ?? .null
-            return AgentMessage([Field.ok: true, Field.pid: .integer(Int128(status.pid)), Field.socket: .string(status.socket),
-                                 Field.vaults: .array(vaults), Field.failedMemoryLocks: .integer(Int128(failedMemoryLocks)),
-                                 Field.secretService: served])
+            var fields: [String: JSONValue] = [Field.ok: true, Field.pid: .integer(Int128(status.pid)), Field.socket: .string(status.socket),
+                                               Field.vaults: .array(vaults), Field.failedMemoryLocks: .integer(Int128(failedMemoryLocks))]
+            // Only when serving, so an agent without it answers byte for byte as earlier agents do.
+            if let served = status.secretService {
+                fields[Field.secretService] = [Field.busName: .string(served.busName), Field.collection: .string(served.collection)]
+            }
+            return AgentMessage(.object(fields))
         case let .metadata(entries):
             return AgentMessage([Field.ok: true, Field.entries: .array(entries.map(Self.json(of:)))])
         case let .entry(entry):

@@ -157,7 +157,7 @@ package final class AgentRequestHandler: Sendable {
     private func list(_ directory: String, owner: String?, access: Access) throws -> AgentResponse {
         try authorize(directory, access, [(nil, owner)])
         let entries = try withVault(directory) { try $0.list(owner: owner) }
-        return .metadata(entries.filter { access.lists(($0.name, $0.owner)) })
+        return .metadata(entries.filter { access.lists(($0.name, $0.owner), attributes: $0.attributes) })
     }
 
     private func get(_ directory: String, name: String, owner: String, access: Access) throws -> AgentResponse {
@@ -180,7 +180,8 @@ package final class AgentRequestHandler: Sendable {
     }
 
     private func add(_ directory: String, entries: [NewEntry], replace: Bool, access: Access) throws -> AgentResponse {
-        try authorize(directory, access, entries.map { ($0.name, $0.owner) })
+        try authorize(directory, access, entries.map { ($0.name, $0.owner) },
+                      newAttributes: Dictionary(entries.map { (Self.attributesKey($0.name, $0.owner), $0.attributes) }) { _, last in last })
         let stored = try withVault(directory) { store in
             try store.update(as: access.writer) { transaction in try entries.map { try transaction.put($0, replace: replace) } }
         }
@@ -214,7 +215,11 @@ package final class AgentRequestHandler: Sendable {
     /// "allowed". A record that cannot be written refuses the request (fail closed). A vault the
     /// agent does not hold has no log key: its request fails as locked anyway.
     /// - Parameter entries: (name, owner) per entry; a nil name is a list of `owner` (nil: every owner).
-    private func authorize(_ directory: String, _ access: Access, _ entries: [(name: String?, owner: String?)]) throws {
+    /// - Parameter newAttributes: for add, the new entries' attributes (`attributesKey`); else the
+    ///   stored entries' are looked up when there are rules.
+    private func authorize(_ directory: String, _ access: Access, _ entries: [(name: String?, owner: String?)],
+                           newAttributes: [String: [String: String]]? = nil) throws {
+        let attributes = access.policy == nil ? [:] : newAttributes ?? storedAttributes(directory, entries)
         let log: Result<AuditLog, VaultError>?? = vaults.withLock { vaults in vaults[directory].map(\.audit) }
         func record(_ entry: (name: String?, owner: String?), allowed: Bool, rule: String?) throws {
             guard case let .some(.some(result)) = log else { return }
@@ -233,7 +238,7 @@ package final class AgentRequestHandler: Sendable {
         for entry in entries {
             guard let name = entry.name else { continue }
             do {
-                try access.check((name, entry.owner ?? ""))
+                try access.check((name, entry.owner ?? ""), attributes: attributes[Self.attributesKey(name, entry.owner ?? "")])
             } catch let refusal as VaultError {
                 // Refused either way; a refusal that cannot be recorded is still refused (with the audit's error).
                 try record(entry, allowed: false, rule: refusal.message)
@@ -299,6 +304,26 @@ package final class AgentRequestHandler: Sendable {
     // MARK: Checks and errors
 
     /// The checks of one request's entries: the session's reserved names, then the caller's rules.
+    /// The stored attributes of the named entries that exist, by `attributesKey`, for rules on
+    /// attributes; none when the vault is not held (the request then fails as locked).
+    private func storedAttributes(_ directory: String, _ entries: [(name: String?, owner: String?)]) -> [String: [String: String]] {
+        let named = entries.compactMap { entry in entry.name.map { (name: $0, owner: entry.owner ?? "") } }
+        guard !named.isEmpty else { return [:] }
+        let found = try? withVault(directory) { store in
+            try store.snapshot { view in
+                named.compactMap { entry in
+                    view.metadata(named: entry.name, owner: entry.owner).map { (Self.attributesKey(entry.name, entry.owner), $0.attributes) }
+                }
+            }
+        }
+        return Dictionary(found ?? []) { first, _ in first }
+    }
+
+    /// One entry's key in the attribute maps (a name and an owner hold no NUL).
+    private static func attributesKey(_ name: String, _ owner: String) -> String {
+        owner + "\u{0}" + name
+    }
+
     private struct Access {
         let operation: AgentOperation
         let bySession: Bool
@@ -308,7 +333,7 @@ package final class AgentRequestHandler: Sendable {
         /// Who asked, for the audit log.
         let requester: AgentRequester?
 
-        func check(_ entry: (name: String, owner: String)) throws {
+        func check(_ entry: (name: String, owner: String), attributes: [String: String]?) throws {
             if !bySession {
                 let use: ReservedEntryNames.Use = switch operation {
                 case .add: .store
@@ -317,11 +342,11 @@ package final class AgentRequestHandler: Sendable {
                 }
                 try ReservedEntryNames.check(name: entry.name, owner: entry.owner, for: use)
             }
-            try policy?.check(operation, entry: entry)
+            try policy?.check(operation, entry: entry, attributes: attributes)
         }
 
-        func lists(_ entry: (name: String, owner: String)) -> Bool {
-            policy?.lists(entry) ?? true
+        func lists(_ entry: (name: String, owner: String), attributes: [String: String]) -> Bool {
+            policy?.lists(entry, attributes: attributes) ?? true
         }
     }
 

@@ -23,8 +23,9 @@ import CredentialVault
 /// runs in), `userUnits` (globs of the unit of the user's own manager it runs in), `programs` (globs
 /// of the caller's own executable, not its ancestors'), `attributes` (an object of attribute name →
 /// glob of its value: the entry must have every named attribute with a matching value; an entry
-/// without one does not match, and neither does a request whose entry's attributes the agent does
-/// not know: a socket request, see `Access`). Globs are
+/// without one does not match, and neither does a request whose entry's attributes are not known:
+/// one on an entry that does not exist; the handler looks up the stored attributes, or a new
+/// entry's for add, for socket and D-Bus requests alike). Globs are
 /// fnmatch(3) patterns where `*` also matches `/`; an unknown executable or unit matches none. For
 /// `list`, rules are applied to each entry and the entries a caller may not list are left out. No
 /// file: every process of the user is allowed, as with ssh-agent. The file and its folders are
@@ -111,7 +112,7 @@ package struct AgentRules: Sendable {
     package let rules: [Rule]
 
     /// The decision for one operation: nil when allowed, else the rule that refused, with its place.
-    /// A rule with an `attributes` condition does not match: the entry's attributes are not known.
+    /// The decision without the entry's attributes: a rule with an `attributes` condition does not match.
     package func refusal(operation: AgentOperation, entry: (name: String, owner: String)?, caller: AgentCaller) -> (rule: Rule, index: Int)? {
         firstRefusal(operation: operation, entry: entry, attributes: nil, caller: caller)
     }
@@ -128,8 +129,8 @@ package struct AgentRules: Sendable {
         firstRefusal(operation: operation, entry: entry, attributes: attributes, caller: caller)
     }
 
-    /// The first rule that matches decides; none matching allows.
-    private func firstRefusal(operation: AgentOperation, entry: (name: String, owner: String)?, attributes: [String: String]?,
+    /// The first rule that matches decides; none matching allows. `attributes` nil: not known.
+    func firstRefusal(operation: AgentOperation, entry: (name: String, owner: String)?, attributes: [String: String]?,
                               caller: AgentCaller) -> (rule: Rule, index: Int)? {
         for (index, rule) in rules.enumerated() where rule.matches(operation: operation, entry: entry, attributes: attributes, caller: caller) {
             return rule.allow ? nil : (rule, index)
@@ -210,14 +211,23 @@ extension AgentRules {
         let caller: AgentCaller
 
         func check(_ operation: AgentOperation, entry: (name: String, owner: String)) throws {
-            guard let (rule, index) = rules.refusal(operation: operation, entry: entry, caller: caller) else { return }
+            try check(operation, entry: entry, attributes: nil)
+        }
+
+        /// With the entry's stored attributes (the new entry's for add), so rules on attributes match socket requests too.
+        func check(_ operation: AgentOperation, entry: (name: String, owner: String), attributes: [String: String]?) throws {
+            guard let (rule, index) = rules.firstRefusal(operation: operation, entry: entry, attributes: attributes, caller: caller) else { return }
             AgentLog.write("refused \(operation) of '\(entry.name)' to \(caller.description): rule \(index + 1) (\(rule.name))")
             throw VaultError(.deniedByRule, "the agent's rule \(index + 1) (\(rule.name)) refuses \(operation) of '\(entry.name)' to \(caller.personality)",
                              fix: "change the agent's rules file if this caller should be allowed")
         }
 
         func lists(_ entry: (name: String, owner: String)) -> Bool {
-            rules.refusal(operation: .list, entry: entry, caller: caller) == nil
+            lists(entry, attributes: nil)
+        }
+
+        func lists(_ entry: (name: String, owner: String), attributes: [String: String]?) -> Bool {
+            rules.firstRefusal(operation: .list, entry: entry, attributes: attributes, caller: caller) == nil
         }
     }
 }

@@ -42,7 +42,7 @@ extension VaultCommand {
         @Flag(help: "Ask the running agent which vaults it holds unlocked, and until when.")
         var status = false
 
-        @Flag(help: "With --status: as JSON (pid, socket, vaults: [{directory, unlockedAt, expiresAt}]).")
+        @Flag(help: "With --status: as JSON (pid, socket, vaults: [{directory, unlockedAt, expiresAt}], secretService: {busName, collection} or null).")
         var json = false
 
         @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Forget a vault's key after DURATION without use (default 15m).",

@@ -72,7 +72,8 @@ import TestScheduling
     /// v9 before `upgrade-format` (format 3).
     /// v10 before `signin --browser` (exit statuses 71, 75 and 76 grew).
     /// v11 before issue 39's `history`, `restore`, `totp` and `generate`.
-    static let helpSnapshot = "help-80-columns-v12.txt"
+    /// v12 before `audit` (issue 39) and `import`'s Secret Service source (issue 37).
+    static let helpSnapshot = "help-80-columns-v13.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()

@@ -7,7 +7,7 @@ extension VaultCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
             // The root help's snapshot (SecretHygieneTests) holds this line: secret-service is in the discussion.
-            abstract: "Import entries from pass, a .env file, KeePassXC's CSV or Bitwarden's JSON export.",
+            abstract: "Import entries from pass, a .env file, KeePassXC's CSV, Bitwarden's JSON export or the Secret Service.",
             discussion: """
                 FORMAT is pass (a password-store folder, decrypted with your gpg: the secret is the whole \
                 file, as 'pass show' prints it; the name its path in the store), dotenv (each variable an \

@@ -6,7 +6,7 @@ extension VaultCommand {
     struct Import: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            // The root help's snapshot (SecretHygieneTests) holds this line: secret-service is in the discussion.
+            // The root help's snapshot (SecretHygieneTests) holds this line.
             abstract: "Import entries from pass, a .env file, KeePassXC's CSV, Bitwarden's JSON export or the Secret Service.",
             discussion: """
                 FORMAT is pass (a password-store folder, decrypted with your gpg: the secret is the whole \

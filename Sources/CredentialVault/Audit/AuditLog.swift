@@ -44,14 +44,19 @@ package final class AuditLog: Sendable {
     /// One append at a time within the process (the file lock does it across processes).
     private let appending = Mutex(())
 
-    /// Where the chain stands: the last record's number and MAC.
-    private struct Tail {
+    /// Where the chain stands: the last record's number and MAC, and the number of the oldest
+    /// record kept (1 until rotation drops a file).
+    struct Tail {
         var sequence: UInt64
         var mac: [UInt8]
+        var firstKept: UInt64
     }
 
     static let macInfo = Array("vault/audit/v1".utf8)
-    static let headInfo = Array("vault/audit-head/v1".utf8)
+    static let headInfo = Array("vault/audit-head/v2".utf8)
+    /// The `op` of the record the agent writes when it found the log without a head it could
+    /// authenticate: `verify` reports that record as a failure.
+    package static let headLostOperation = "head-lost"
     /// The HKDF label of the audit key (IKM: the vault's state key; salt: the vault id).
     package static let keyInfo = Array("vault/v3/audit-log".utf8)
     /// The largest log file read back (a bound before allocating).
@@ -98,67 +103,141 @@ package final class AuditLog: Sendable {
             // finishes a request): under the lock the chain goes on from the head as written.
             let lock = try FileLock.acquire(path: PathText.joining(directory, lockName), mode: .exclusive, timeout: .seconds(5))
             defer { lock.release() }
-            let current = try loadTail(in: folder.raw)
-            let sequence = current.sequence + 1
-            let json = try event.json(sequence: sequence).serialized()
-            let mac = try Self.mac(key: key, previous: current.mac, json: json)
-            var line = Array(mac.hexString.utf8) + [0x20] + Array(current.mac.hexString.utf8) + [0x20] + json
-            line.append(0x0A)
-            try rotateIfNeeded(in: folder.raw, adding: line.count)
-            try appendLine(line, in: folder.raw)
-            try writeHead(Tail(sequence: sequence, mac: mac), in: folder.raw)
+            var current = try loadTail(in: folder.raw)
+            if let lost = current.headLost {
+                // A log without a head we can authenticate: its end cannot be checked, so no record
+                // goes on from it silently. The marker is MAC'd into the chain and `verify` fails on it.
+                current.tail = try appendRecord(Self.headLostRecord(sequence: current.tail.sequence + 1, time: event.time, reason: lost),
+                                                after: current.tail, in: folder.raw)
+            }
+            _ = try appendRecord(event.json(sequence: current.tail.sequence + 1), after: current.tail, in: folder.raw)
         }
+    }
+
+    /// Appends one record after `tail` (rotating first when needed) and writes the head.
+    private func appendRecord(_ record: JSONValue, after tail: Tail, in folder: Int32) throws -> Tail {
+        let sequence = tail.sequence + 1
+        let json = try record.serialized()
+        let mac = try Self.mac(key: key, previous: tail.mac, json: json)
+        var line = Array(mac.hexString.utf8) + [0x20] + Array(tail.mac.hexString.utf8) + [0x20] + json
+        line.append(0x0A)
+        let firstKept = try rotateIfNeeded(in: folder, adding: line.count, next: sequence) ?? tail.firstKept
+        try appendLine(line, in: folder)
+        let written = Tail(sequence: sequence, mac: mac, firstKept: firstKept)
+        try writeHead(written, in: folder)
+        return written
+    }
+
+    /// The marker record of a lost head: `op` "head-lost", no entry nor caller, `decision` "none",
+    /// `rule` saying what was found.
+    static func headLostRecord(sequence: UInt64, time: Date, reason: String) -> JSONValue {
+        .object([
+            "seq": .integer(Int128(sequence)),
+            "time": .string(ISO8601Timestamp.clampedString(from: time)),
+            "op": .string(headLostOperation),
+            "entry": .null,
+            "owner": .null,
+            "caller": .null,
+            "decision": .string("none"),
+            "rule": .string(reason),
+        ])
     }
 
     static func mac(key: SymmetricKey, previous: [UInt8], json: [UInt8]) throws -> [UInt8] {
         try HMACSHA256.authenticationCode(for: macInfo + previous + json, using: key)
     }
 
-    static func headMAC(key: SymmetricKey, sequence: UInt64, mac: [UInt8]) throws -> [UInt8] {
-        var writer = ByteWriter(capacity: 64)
+    static func headMAC(key: SymmetricKey, sequence: UInt64, firstKept: UInt64, mac: [UInt8]) throws -> [UInt8] {
+        var writer = ByteWriter(capacity: 80)
         writer.append(contentsOf: headInfo)
         writer.append(sequence)
+        writer.append(firstKept)
         writer.append(contentsOf: mac)
         return try HMACSHA256.authenticationCode(for: writer.bytes, using: key)
     }
 
-    /// The head as written: `<seq, 20 digits> <mac hex> <head mac hex>\n`, a fixed 151 bytes.
-    static func encodeHead(sequence: UInt64, mac: [UInt8], key: SymmetricKey) throws -> [UInt8] {
-        let digits = String(sequence)
-        let padded = String(repeating: "0", count: max(0, 20 - digits.count)) + digits
-        return Array("\(padded) \(mac.hexString) \(try headMAC(key: key, sequence: sequence, mac: mac).hexString)\n".utf8)
+    /// The head as written: `<seq, 20 digits> <first kept, 20 digits> <mac hex> <head mac hex>\n`,
+    /// a fixed 172 bytes. "First kept" is the number of the oldest record the agent kept (1 until
+    /// rotation dropped a file), so removed first records or files do not pass for rotated out.
+    static func encodeHead(sequence: UInt64, firstKept: UInt64, mac: [UInt8], key: SymmetricKey) throws -> [UInt8] {
+        func padded(_ number: UInt64) -> String {
+            let digits = String(number)
+            return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+        }
+        let headMAC = try headMAC(key: key, sequence: sequence, firstKept: firstKept, mac: mac)
+        return Array("\(padded(sequence)) \(padded(firstKept)) \(mac.hexString) \(headMAC.hexString)\n".utf8)
     }
 
-    /// Where to go on from: the head when it authenticates, else the current file's last line
-    /// (a head that does not match stays for `verify` to report), else the start. Read on every
-    /// append, under the lock (150 bytes), so no process goes on from a stale tail.
-    private func loadTail(in folder: Int32) throws -> Tail {
+    /// Where to go on from, read on every append under the lock (172 bytes), so no process goes on
+    /// from a stale tail: the head when it authenticates; with no log file at all, the start. A log
+    /// whose head is missing or fails its MAC is not continued silently: the tail is its newest
+    /// file's last line (its MAC checked, the result said), and `headLost` says why, for the
+    /// marker record `append` writes before the event.
+    private func loadTail(in folder: Int32) throws -> (tail: Tail, headLost: String?) {
         let headPath = PathText.joining(directory, headName)
-        if let bytes = try? SecureFileSystem.readPrivateFile(headPath, maxBytes: 256),
-           let head = AuditLogReader.parseHead(bytes), try Self.headMAC(key: key, sequence: head.sequence, mac: head.mac) == head.headMAC {
-            return Tail(sequence: head.sequence, mac: head.mac)
+        let headBytes: [UInt8]?
+        do {
+            headBytes = try SecureFileSystem.readPrivateFile(headPath, maxBytes: 256)
+        } catch let error as VaultError where error.code == .notFound {
+            headBytes = nil
+        } catch let error as VaultError where error.code == .corrupt {
+            headBytes = []   // too large to be a head: one that is not the agent's
         }
-        let currentPath = PathText.joining(directory, currentName)
-        if let bytes = try? SecureFileSystem.readPrivateFile(currentPath, maxBytes: Self.maximumReadBytes),
-           let last = AuditLogReader.lines(of: bytes).last, let line = try? AuditLogReader.parseLine(last) {
-            return Tail(sequence: line.sequence, mac: line.mac)
+        if let headBytes, let head = AuditLogReader.parseHead(headBytes),
+           try Self.headMAC(key: key, sequence: head.sequence, firstKept: head.firstKept, mac: head.mac) == head.headMAC {
+            return (Tail(sequence: head.sequence, mac: head.mac, firstKept: head.firstKept), nil)
         }
-        return Tail(sequence: 0, mac: [UInt8](repeating: 0, count: 32))
+        let files = existingFiles()
+        let start = Tail(sequence: 0, mac: [UInt8](repeating: 0, count: 32), firstKept: 1)
+        guard let newest = files.last else {
+            // No log file: a new chain (a head left alone without its log is refused by `verify`,
+            // since the new first record does not start at 1).
+            return (start, headBytes == nil ? nil : "a head was there without any log file")
+        }
+        let why = headBytes == nil ? "the log's head was missing" : "the log's head failed its MAC"
+        let bytes = try SecureFileSystem.readPrivateFile(PathText.joining(directory, newest), maxBytes: Self.maximumReadBytes)
+        guard let last = AuditLogReader.lines(of: bytes).last, let line = try? AuditLogReader.parseLine(last) else {
+            return (start, "\(why) and the last line of \(newest) is not a record")
+        }
+        let oldestFirst = firstSequence(of: files[0]) ?? 1
+        let tail = Tail(sequence: line.sequence, mac: line.mac, firstKept: oldestFirst)
+        let authentic = (try? Self.mac(key: key, previous: line.previous, json: line.json)) == line.mac
+        return (tail, "\(why) when record \(line.sequence + 1) was to be written; the chain goes on from record \(line.sequence) (\(newest))"
+                    + (authentic ? "" : ", whose MAC does not match") + ": records after it may have been cut")
     }
 
-    private func rotateIfNeeded(in folder: Int32, adding count: Int) throws {
+    /// The log files there are, oldest first (rotated files, then the current one).
+    private func existingFiles() -> [String] {
+        var number = 1
+        while SecureFileSystem.exists(PathText.joining(directory, rotatedName(number))) { number += 1 }
+        var names = stride(from: number - 1, through: 1, by: -1).map { rotatedName($0) }
+        if SecureFileSystem.exists(PathText.joining(directory, currentName)) { names.append(currentName) }
+        return names
+    }
+
+    /// The number of the first record of the file `name`, when it has a readable one.
+    private func firstSequence(of name: String) -> UInt64? {
+        guard let bytes = try? SecureFileSystem.readPrivateFile(PathText.joining(directory, name), maxBytes: Self.maximumReadBytes),
+              let first = AuditLogReader.lines(of: bytes).first, let line = try? AuditLogReader.parseLine(first) else { return nil }
+        return line.sequence
+    }
+
+    /// Rotates when `count` more bytes would pass the bound.
+    /// - Returns: the number of the oldest record kept, when rotation dropped a file (nil otherwise).
+    private func rotateIfNeeded(in folder: Int32, adding count: Int, next: UInt64) throws -> UInt64? {
         let size: Int
         do {
             size = Int(try Syscall.linkStatus(currentName, in: folder).st_size)
         } catch let error where error.code == ENOENT {
-            return
+            return nil
         } catch {
             throw error.vaultError("reading the audit log's size", path: PathText.joining(directory, currentName))
         }
-        guard size > 0, size + count > limits.maximumFileBytes else { return }
+        guard size > 0, size + count > limits.maximumFileBytes else { return nil }
+        var dropped = limits.rotatedFiles == 0
         do {
             let oldest = rotatedName(limits.rotatedFiles)
-            do { try Syscall.unlinkEntry(oldest, in: folder) } catch where error.code == ENOENT {}
+            do { try Syscall.unlinkEntry(oldest, in: folder); dropped = true } catch where error.code == ENOENT {}
             if limits.rotatedFiles > 1 {
                 for number in stride(from: limits.rotatedFiles - 1, through: 1, by: -1) {
                     do { try Syscall.renameEntry(rotatedName(number), to: rotatedName(number + 1), in: folder) } catch where error.code == ENOENT {}
@@ -172,6 +251,9 @@ package final class AuditLog: Sendable {
         } catch {
             throw error.vaultError("rotating the audit log", path: PathText.joining(directory, currentName))
         }
+        guard dropped else { return nil }
+        // The oldest file kept now starts the verifiable log; with no rotated file, the next record does.
+        return existingFiles().first.flatMap { firstSequence(of: $0) } ?? next
     }
 
     private func appendLine(_ line: [UInt8], in folder: Int32) throws {
@@ -193,7 +275,9 @@ package final class AuditLog: Sendable {
         do {
             let file = OwnedDescriptor(try Syscall.openFile(headName, in: folder, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode: 0o600))
             try Self.checkPrivate(file.raw, path: path)
-            try Syscall.writeAll(file.raw, try Self.encodeHead(sequence: tail.sequence, mac: tail.mac, key: key)[...], at: 0)
+            let head = try Self.encodeHead(sequence: tail.sequence, firstKept: tail.firstKept, mac: tail.mac, key: key)
+            try Syscall.writeAll(file.raw, head[...], at: 0)
+            try Syscall.truncateFile(file.raw, length: head.count)
             try file.close()
         } catch let error as SyscallError {
             throw error.vaultError("writing the audit log's head", path: path)

@@ -29,7 +29,8 @@ package enum AuditLogReader {
         package let firstSequence: UInt64
         /// The file the check started in.
         package let firstFile: String?
-        /// True when records before the first kept one were rotated out (their MACs cannot be checked).
+        /// True when records before the first kept one were rotated out (their MACs cannot be checked);
+        /// the head, under its MAC, says so, so removed first records do not pass for rotated out.
         package var startsAfterRotation: Bool { firstSequence > 1 }
     }
 
@@ -65,17 +66,41 @@ package enum AuditLogReader {
         return lines
     }
 
-    /// Checks the chain: each line's MAC, each line's link to the one before, the numbers, and the
-    /// head (so a cut tail shows).
+    /// A failed check of the audit log (exit 65 as any tampering), worded for the log: the vault
+    /// itself is not what failed.
+    /// - Parameters:
+    ///   - place: "record N (file, line L)", or "its head".
+    static func failure(at place: String, _ why: String, path: String) -> VaultError {
+        VaultError(.tampered, "the audit log failed its check at \(place): \(why)", path: path,
+                   fix: "the vault itself is not affected; keep the audit log's files as evidence (move them aside to let the agent start a new log)")
+    }
+
+    /// Checks the chain: each line's MAC, each line's link to the one before, the numbers, the
+    /// first record against the head's oldest kept record (so removed first records or files show),
+    /// any record the agent wrote on finding the head lost, and the head (so a cut tail shows).
     /// - Returns: what was checked.
     /// - Throws: `.tampered` naming the first record that fails; `.notFound` without a log.
     package static func verify(directory: String, vaultID: String, key: SymmetricKey) throws -> Verification {
         let lines = try read(directory: directory, vaultID: vaultID)
+        let headPath = PathText.joining(directory, AuditLog.headName(vaultID: vaultID))
+        let headBytes: [UInt8]?
+        do {
+            headBytes = try SecureFileSystem.readPrivateFile(headPath, maxBytes: 256)
+        } catch let error as VaultError where error.code == .notFound {
+            headBytes = nil
+        } catch let error as VaultError where error.code == .corrupt {
+            headBytes = []   // too large to be a head: one that is not the agent's
+        }
+        var head: Head?
+        if let headBytes, let parsed = parseHead(headBytes),
+           try AuditLog.headMAC(key: key, sequence: parsed.sequence, firstKept: parsed.firstKept, mac: parsed.mac) == parsed.headMAC {
+            head = parsed
+        }
         var previous: Line?
         for line in lines {
             let path = PathText.joining(directory, line.file)
             func bad(_ why: String) -> VaultError {
-                VaultError.tampered(region: "audit record \(line.sequence) (\(line.file), line \(line.lineNumber)): \(why)", path: path)
+                failure(at: "record \(line.sequence) (\(line.file), line \(line.lineNumber))", why, path: path)
             }
             guard try AuditLog.mac(key: key, previous: line.previous, json: line.json) == line.mac else {
                 throw bad("its MAC does not match: the record was edited, or the key is not this vault's")
@@ -85,30 +110,36 @@ package enum AuditLogReader {
                     throw bad("it does not follow record \(previous.sequence): a record before it was removed, or records were reordered")
                 }
                 guard line.sequence == previous.sequence + 1 else { throw bad("its number does not follow \(previous.sequence)") }
-            } else if line.sequence == 1, line.previous != [UInt8](repeating: 0, count: 32) {
-                throw bad("the first record does not start the chain")
+            } else if line.sequence == 1 {
+                guard line.previous == [UInt8](repeating: 0, count: 32) else { throw bad("the first record does not start the chain") }
+            } else if let head, head.firstKept != line.sequence {
+                throw bad(head.firstKept < line.sequence
+                    ? "the log starts here but the agent kept records from \(head.firstKept): records before it were removed, not rotated out"
+                    : "the log starts here but the agent's oldest kept record is \(head.firstKept)")
+            }
+            if case let .object(fields) = line.record, case let .string(operation)? = fields["op"], operation == AuditLog.headLostOperation {
+                let said: String = if case let .string(text)? = fields["rule"] { text } else { "the log's head was lost" }
+                throw bad("the agent wrote this record because \(said)")
             }
             previous = line
         }
-        let headPath = PathText.joining(directory, AuditLog.headName(vaultID: vaultID))
         guard let last = previous else {
-            throw VaultError.tampered(region: "audit log (empty: every record was removed)", path: headPath)
+            throw failure(at: "its start", "every record was removed", path: headPath)
         }
-        let headBytes: [UInt8]
-        do {
-            headBytes = try SecureFileSystem.readPrivateFile(headPath, maxBytes: 256)
-        } catch let error as VaultError where error.code == .notFound {
-            throw VaultError.tampered(region: "audit log head (missing: the end of the log cannot be checked)", path: headPath)
+        guard let headBytes else {
+            throw failure(at: "its head", "the head is missing: the end of the log cannot be checked", path: headPath)
         }
-        guard let head = parseHead(headBytes), try AuditLog.headMAC(key: key, sequence: head.sequence, mac: head.mac) == head.headMAC else {
-            throw VaultError.tampered(region: "audit log head (its MAC does not match)", path: headPath)
+        guard let head else {
+            throw failure(at: "its head", parseHead(headBytes) == nil ? "the head is not one the agent writes" : "the head's MAC does not match",
+                          path: headPath)
         }
         guard head.sequence == last.sequence, head.mac == last.mac else {
-            throw VaultError.tampered(
-                region: head.sequence > last.sequence
-                    ? "audit record \(last.sequence + 1) (missing: the log ends at record \(last.sequence) but \(head.sequence) were written)"
-                    : "audit record \(last.sequence) (\(last.file), line \(last.lineNumber)): not the last record written (\(head.sequence))",
-                path: headPath)
+            if head.sequence > last.sequence {
+                throw failure(at: "record \(last.sequence + 1)", "it is missing: the log ends at record \(last.sequence) but \(head.sequence) were written",
+                              path: headPath)
+            }
+            throw failure(at: "record \(last.sequence) (\(last.file), line \(last.lineNumber))", "not the last record written (\(head.sequence))",
+                          path: headPath)
         }
         return Verification(recordsChecked: lines.count, firstSequence: lines.first?.sequence ?? 1, firstFile: lines.first?.file)
     }
@@ -141,14 +172,23 @@ package enum AuditLogReader {
         }
     }
 
-    /// `<seq> <mac hex> <head mac hex>\n`.
-    static func parseHead(_ bytes: [UInt8]) -> (sequence: UInt64, mac: [UInt8], headMAC: [UInt8])? {
+    /// A head as parsed (not yet authenticated).
+    struct Head {
+        let sequence: UInt64
+        let firstKept: UInt64
+        let mac: [UInt8]
+        let headMAC: [UInt8]
+    }
+
+    /// `<seq> <first kept> <mac hex> <head mac hex>` and a newline.
+    static func parseHead(_ bytes: [UInt8]) -> Head? {
         let parts = bytes.split(separator: 0x20)
-        guard parts.count == 3, let sequence = UInt64(String(decoding: parts[0], as: UTF8.self)),
-              let mac = decodeHex(parts[1]), let headMAC = decodeHex(parts[2].prefix(64)), parts[2].count == 65, parts[2].last == 0x0A else {
+        guard parts.count == 4, let sequence = UInt64(String(decoding: parts[0], as: UTF8.self)),
+              let firstKept = UInt64(String(decoding: parts[1], as: UTF8.self)),
+              let mac = decodeHex(parts[2]), let headMAC = decodeHex(parts[3].prefix(64)), parts[3].count == 65, parts[3].last == 0x0A else {
             return nil
         }
-        return (sequence, mac, headMAC)
+        return Head(sequence: sequence, firstKept: firstKept, mac: mac, headMAC: headMAC)
     }
 
     private struct AuditLineError: Error {}

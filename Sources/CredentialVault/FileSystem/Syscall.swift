@@ -54,6 +54,11 @@ enum Syscall {
         _ = try retryingOnInterrupt("fchmod") { fchmod(descriptor, mode) }
     }
 
+    /// Sets the length of an open file. The C function is `ftruncate(2)`.
+    static func truncateFile(_ descriptor: Int32, length: Int) throws(SyscallError) {
+        _ = try retryingOnInterrupt("ftruncate") { ftruncate(descriptor, off_t(length)) }
+    }
+
     /// Creates the directory `name` in the open directory `directory`. The C function is `mkdirat(2)`.
     ///
     /// There is deliberately no path-based `mkdir`/`chmod`: a directory is created relative to

@@ -133,7 +133,7 @@ import VaultCrypto
         lines[2] = lines[2].replacingOccurrences(of: "\"add\"", with: "\"adc\"")
         try world.write(lines: lines)
         let error = expectVaultError(.tampered) { try world.verify() }
-        #expect(error?.message.contains("audit record 3") == true)
+        #expect(error?.message.contains("at record 3 (") == true)
         #expect(error?.message.contains("edited") == true)
     }
 
@@ -145,7 +145,7 @@ import VaultCrypto
         lines.remove(at: 1)
         try world.write(lines: lines)
         let error = expectVaultError(.tampered) { try world.verify() }
-        #expect(error?.message.contains("audit record 3") == true)
+        #expect(error?.message.contains("at record 3 (") == true)
         #expect(error?.message.contains("removed") == true)
     }
 
@@ -157,7 +157,7 @@ import VaultCrypto
         lines.swapAt(1, 2)
         try world.write(lines: lines)
         let error = expectVaultError(.tampered) { try world.verify() }
-        #expect(error?.message.contains("audit record 3") == true)
+        #expect(error?.message.contains("at record 3 (") == true)
     }
 
     @Test func aCutTailIsFoundThroughTheHead() throws {
@@ -168,7 +168,7 @@ import VaultCrypto
         lines.removeLast(2)
         try world.write(lines: lines)
         let error = expectVaultError(.tampered) { try world.verify() }
-        #expect(error?.message.contains("audit record 4 (missing") == true)
+        #expect(error?.message.contains("at record 4: it is missing") == true)
         // Deleting the head as well is no way out.
         try FileManager.default.removeItem(atPath: world.auditFolder + "/\(world.vaultID).head")
         let headless = expectVaultError(.tampered) { try world.verify() }
@@ -181,7 +181,7 @@ import VaultCrypto
         world.exercise()
         let other = SymmetricKey(copying: [UInt8](repeating: 7, count: 32))
         let error = expectVaultError(.tampered) { try AuditLogReader.verify(directory: world.auditFolder, vaultID: world.vaultID, key: other) }
-        #expect(error?.message.contains("audit record 1") == true)
+        #expect(error?.message.contains("at record 1 (") == true)
         #expect(error?.message.contains("key") == true)
     }
 
@@ -242,5 +242,88 @@ import VaultCrypto
         let reopened = try SecretStore.open(in: world.directory, key: try Fixtures.keyFile("bob.key", in: world.temp), options: .testing())
         let verified = try AuditLogReader.verify(directory: world.auditFolder, vaultID: world.vaultID, key: try reopened.auditKey())
         #expect(verified.recordsChecked == 6)
+    }
+
+    // MARK: - A lost head, removed first records, deleted files (review of issue 39, findings 1, 2 and 7)
+
+    /// Runs one more request as the agent would after the log was tampered with.
+    static func nextWrite(_ world: World) {
+        _ = world.handler.answer(.get(directory: world.directory, name: "api", owner: ""), requester: caller)
+    }
+
+    @Test func aCutLogWithItsHeadDeletedIsNotMadeIntactByTheNextWrite() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        world.exercise()
+        var lines = try world.lines()
+        lines.removeLast(2)
+        try world.write(lines: lines)
+        try FileManager.default.removeItem(atPath: world.auditFolder + "/\(world.vaultID).head")
+        Self.nextWrite(world)
+        let records = try world.records()
+        #expect(records.map { Self.text($0["op"]) } == ["get", "list", "add", AuditLog.headLostOperation, "get"])
+        let error = expectVaultError(.tampered) { try world.verify() }
+        #expect(error?.message.contains("the audit log failed its check at record 4 (") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("head was missing") == true)
+        // Still failing after more writes: the marker stays in the chain.
+        Self.nextWrite(world)
+        #expect(expectVaultError(.tampered) { try world.verify() }?.message.contains("at record 4 (") == true)
+    }
+
+    @Test func aHeadReplacedByGarbageIsNotMadeIntactByTheNextWrite() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        world.exercise()
+        var lines = try world.lines()
+        lines.removeLast(2)
+        try world.write(lines: lines)
+        let head = world.auditFolder + "/\(world.vaultID).head"
+        try Data(repeating: 0x41, count: 300).write(to: URL(fileURLWithPath: head))
+        Self.nextWrite(world)
+        let error = expectVaultError(.tampered) { try world.verify() }
+        #expect(error?.message.contains("at record 4 (") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("failed its MAC") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: head)).count == 172, "the garbage was replaced, not written over in part")
+    }
+
+    @Test func removedFirstRecordsDoNotPassForRotatedOut() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        world.exercise()
+        let lines = try world.lines()
+        try world.write(lines: Array(lines.dropFirst(2)))   // tail -n +3 log > log, no rotated file
+        let error = expectVaultError(.tampered) { try world.verify() }
+        #expect(error?.message.contains("at record 3 (") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("removed, not rotated out") == true)
+        #expect(error?.fix?.contains("restore it from a backup") == false)
+        #expect(error?.fix?.contains("the vault itself is not affected") == true)
+    }
+
+    @Test func deletedOlderFilesThatTheAgentDidNotRotateOutAreFound() throws {
+        let world = try World(limits: AuditLog.Limits(maximumFileBytes: 1_500, rotatedFiles: 8))
+        defer { world.temp.cleanUp() }
+        for _ in 0..<4 { world.exercise() }   // 20 records, about five files, none dropped
+        let folder = world.auditFolder + "/\(world.vaultID)"
+        #expect(FileManager.default.fileExists(atPath: folder + ".log.3"))
+        #expect(try world.verify().firstSequence == 1)
+        var number = 2
+        while FileManager.default.fileExists(atPath: folder + ".log.\(number)"), number < 10 {
+            try FileManager.default.removeItem(atPath: folder + ".log.\(number)")
+            number += 1
+        }
+        let error = expectVaultError(.tampered) { try world.verify() }
+        #expect(error?.message.contains("removed, not rotated out") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains(".log.1, line 1)") == true)
+    }
+
+    @Test func filesTheAgentRotatedOutStillVerifyFromTheOldestKept() throws {
+        let world = try World(limits: AuditLog.Limits(maximumFileBytes: 1_500, rotatedFiles: 1))
+        defer { world.temp.cleanUp() }
+        for _ in 0..<4 { world.exercise() }
+        let verified = try world.verify()
+        #expect(verified.startsAfterRotation && verified.firstFile == "\(world.vaultID).log.1")
+        // Deleting the one rotated file the agent kept is not rotation.
+        try FileManager.default.removeItem(atPath: world.auditFolder + "/\(world.vaultID).log.1")
+        #expect(expectVaultError(.tampered) { try world.verify() }?.message.contains("removed, not rotated out") == true)
     }
 }

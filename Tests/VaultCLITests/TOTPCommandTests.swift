@@ -72,6 +72,11 @@ import TestScheduling
             #expect(result.status == 64, "\(time): \(result.stderrText)")
             #expect(result.stdout.isEmpty)
         }
+        // A time whose step ends after the year 9999 (its validUntil could not be written): 64 naming --at.
+        let late = try sandbox.run(["totp", "acme", "--at", "9999-12-31T23:59:50Z", "--json"], environment: key)
+        #expect(late.status == 64, "\(late.stderrText)")
+        #expect(late.stderrText.contains("--at") && late.stderrText.contains("9999"))
+        #expect(late.stdout.isEmpty)
         #expect(try sandbox.run(["add", "plain"], stdin: Data("otpauth://totp/x?secret=\(Self.seed)".utf8), environment: key).status == 0)
         let other = try sandbox.run(["totp", "plain"], environment: key)
         #expect(other.status == 64)

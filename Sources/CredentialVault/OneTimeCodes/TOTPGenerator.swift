@@ -8,13 +8,17 @@ public enum TOTPGenerator {
     ///   - parameters: the seed, algorithm, digits and period.
     ///   - date: the time to compute the code for.
     /// - Returns: the code and the window of its time step.
-    /// - Throws: `.invalidInput` for a time before 1970 or past year 9999; `CryptoError` when libcrypto fails.
+    /// - Throws: `.invalidInput` for a time before 1970, or whose time step ends past year 9999; `CryptoError` when libcrypto fails.
     public static func code(for parameters: OTPAuthURI, at date: Date) throws -> OneTimeCode {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds >= 0 else { throw VaultError(.invalidInput, "a time before 1970-01-01T00:00:00Z has no TOTP code") }
         guard seconds < 253_402_300_800 else { throw VaultError(.invalidInput, "a time after the year 9999 has no TOTP code") }
         let step = Int64(seconds) / Int64(parameters.period)
         let start = step * Int64(parameters.period)
+        // The step's end is the code's validUntil: it must be a time a timestamp can say (year 9999 at most).
+        guard Double(start + Int64(parameters.period)) <= ISO8601Timestamp.latest else {
+            throw VaultError(.invalidInput, "the code's time step would end after the year 9999; give a time at least \(parameters.period) seconds before its end")
+        }
         let code = try hotp(seed: parameters.seed, counter: UInt64(step), digits: parameters.digits, algorithm: parameters.algorithm)
         return OneTimeCode(code: code,
                            validFrom: Date(timeIntervalSince1970: TimeInterval(start)),

@@ -40,7 +40,13 @@ extension VaultCommand {
                 throw VaultError(.invalidInput, "'\(TerminalText.escaped(name))' is a \(entry.metadata.kind) entry, not a totp one",
                                  fix: "store its otpauth://totp/ URI with 'vault add \(VaultError.shellQuoted(name)) --kind totp --replace'")
             }
-            let code = try TOTPGenerator.code(for: try OTPAuthURI(parsing: entry.secret), at: at ?? Date())
+            let parameters = try OTPAuthURI(parsing: entry.secret)
+            let code: OneTimeCode
+            do {
+                code = try TOTPGenerator.code(for: parameters, at: at ?? Date())
+            } catch let error as VaultError where error.code == .invalidInput && at != nil {
+                throw VaultError(.invalidInput, "--at: \(error.message)", fix: "give a time between 1970 and the end of the year 9999")
+            }
             if json {
                 try StandardIO.printOutput(TextLayout.json(.object(["code": .string(code.code),
                                                                     "validUntil": .string(RFC3339.string(from: code.validUntil))])))

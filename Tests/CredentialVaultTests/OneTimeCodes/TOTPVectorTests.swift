@@ -59,6 +59,17 @@ import Testing
         #expect(try TOTPGenerator.code(for: parameters, at: Date(timeIntervalSince1970: 0)).code.count == 6)
     }
 
+    @Test func aTimeStepEndingAfterTheYear9999HasNoCode() throws {
+        let parameters = try OTPAuthURI(seed: SecureBytes(copying: Array("12345678901234567890".utf8)), label: "")
+        // 9999-12-31T23:59:50Z: its 30-second step ends at 10000-01-01T00:00:00Z, past what a timestamp can say.
+        let late = Date(timeIntervalSince1970: 253_402_300_790)
+        let error = expectVaultError(.invalidInput) { try TOTPGenerator.code(for: parameters, at: late) }
+        #expect(error?.message.contains("after the year 9999") == true)
+        // The last whole step before it still has a code, valid until its real end.
+        let code = try TOTPGenerator.code(for: parameters, at: Date(timeIntervalSince1970: 253_402_300_769))
+        #expect(code.validUntil.timeIntervalSince1970 == 253_402_300_770)
+    }
+
     @Test func leadingZerosAreKept() throws {
         // RFC 6238 Appendix B, SHA1 at 1111111109: 07081804 (8 digits); its last 6 digits are 081804.
         let parameters = try OTPAuthURI(seed: SecureBytes(copying: Array("12345678901234567890".utf8)), label: "", digits: 6)

@@ -289,6 +289,16 @@ package final class AgentRequestHandler: Sendable {
         if forgotten > 0 { log("locked: forgot \(forgotten) vault key\(forgotten == 1 ? "" : "s")") }
     }
 
+    /// Forgets the key of one vault only (the Secret Service's Lock of the vault it serves); the
+    /// other vaults the agent holds stay unlocked.
+    /// - Returns: whether the agent held that vault.
+    @discardableResult
+    package func lock(directory: String) -> Bool {
+        let forgotten = vaults.withLock { $0.removeValue(forKey: directory) != nil }
+        if forgotten { log("locked \(directory)") }
+        return forgotten
+    }
+
     /// Forgets the keys unused for `idleTimeout`, or unlocked `maximumLifetime` ago.
     /// - Parameter now: the time to judge by (the accept loop's clock; tests pass a later one).
     package func forgetExpiredKeys(at now: ContinuousClock.Instant = .now) {

@@ -260,4 +260,20 @@ import VaultCrypto
         world.handler.forgetExpiredKeys(at: .now + .seconds(61))
         #expect(Self.refusal(world.handler.answer(.list(directory: world.directory, owner: nil)))?.code == .vaultLocked)
     }
+
+    /// `lock(directory:)` (the Secret Service's Lock) forgets that vault's key only; another vault
+    /// the agent holds stays unlocked, and a vault it does not hold is reported as not held.
+    @Test func lockingOneDirectoryKeepsTheOtherVaultsUnlocked() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        let other = world.temp.child("other")
+        _ = try SecretStore.create(in: other, key: world.key, options: .testing())
+        try world.unlock()
+        if case let .refused(error) = world.handler.answer(.unlock(directory: other, key: world.key)) { throw error }
+        #expect(world.handler.lock(directory: world.directory))
+        #expect(Self.refusal(world.handler.answer(.list(directory: world.directory, owner: nil)))?.code == .vaultLocked)
+        #expect(Self.refusal(world.handler.answer(.list(directory: other, owner: nil))) == nil, "the other vault stays unlocked")
+        #expect(!world.handler.lock(directory: world.directory), "no longer held")
+        #expect(world.logged.contains("locked \(world.directory)"))
+    }
 }

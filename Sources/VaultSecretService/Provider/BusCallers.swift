@@ -19,15 +19,18 @@ final class BusCallers {
     }
 
     private var known: [String: Identity] = [:]
-    /// The most connections remembered at once (a bound on a flood of short-lived clients; the
-    /// oldest are asked again if they call after being dropped).
+    /// The most connections identified at once. A binding is never dropped while its connection is
+    /// on the bus (it goes with NameOwnerChanged): past the limit a new connection is refused, not
+    /// remembered, and may call again once others have left.
     static let maximumKnown = 4096
 
     /// The identity of `sender`, asked of the bus on its first call.
     func identity(of sender: String, on connection: BusConnection) -> Identity {
         if let identity = known[sender] { return identity }
+        guard known.count < Self.maximumKnown else {
+            return .refused(.accessDenied("too many connections identified (\(Self.maximumKnown)): try again when others have left the bus"))
+        }
         let identity = Self.ask(sender, connection)
-        if known.count >= Self.maximumKnown { known.removeAll() }
         known[sender] = identity
         return identity
     }

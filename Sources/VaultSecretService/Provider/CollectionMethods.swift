@@ -19,6 +19,7 @@ extension SecretServiceProvider {
                 throw BusError.notSupported("the collection \(collection.id) cannot be deleted: it is "
                                             + (collection.id == "session" ? "the session collection" : "the agent's vault (\(setup.directory))"))
             }
+            try checkCollectionChange(.remove, memoryCollection.id, call)
             memory[memoryCollection.id] = nil
             aliases = aliases.filter { $0.value != memoryCollection.id }
             return Answer(values: [.objectPath(SecretPaths.none)]) { [self] in
@@ -53,23 +54,45 @@ extension SecretServiceProvider {
         if isLocked(collection) {
             throw BusError.isLocked("the vault \(setup.directory) is locked: unlock it (Unlock, or 'vault unlock' in a terminal)")
         }
+        try refuseLookAlike(of: attributes, in: collection, call)
         // With replace, the item with exactly these attributes is replaced (the specification's rule).
         let existing = replace ? try listedRecords(collection, call).records.first { $0.attributes == attributes } : nil
         let now = SecretItemRecord.now
         let record = SecretItemRecord(name: try existing?.name ?? newItemName(), label: label, attributes: attributes, contentType: contentType,
                                       created: existing?.created ?? now, modified: now)
+        try Self.checkLimits(record)
         let access = try access(call, records: [record])
         switch collection {
         case let .vault(vault):
             try vault.put(record, secret: value, replace: existing != nil, access: access)
         case let .memory(memory):
             try access.check(.add, entry: (record.name, VaultCollection.owner))
-            try memory.put(record, secret: value)
+            try putInMemory(memory, record, secret: value)
         }
         let path = SecretPaths.item(collection.id, record.name)
         return Answer(values: [.objectPath(path), .objectPath(SecretPaths.none)]) { [self] in
             emit(collection.path, Interface.collection, existing == nil ? "ItemCreated" : "ItemChanged", [.objectPath(path)])
             if existing == nil { itemsChanged(collection) }
+        }
+    }
+
+    /// Refuses a new item whose attributes are exactly those of an item the caller may not list
+    /// (with or without replace): it would be a look-alike that other programs' lookups return in
+    /// place of (or beside) the hidden one. The refusal names the rule that hides it.
+    private func refuseLookAlike(of attributes: [String: String], in collection: Collection, _ call: Call) throws {
+        let all: [SecretItemRecord] = switch collection {
+        case let .vault(vault): try vault.records().records
+        case let .memory(memory): memory.items.values.map(\.record)
+        }
+        let access = try access(call)
+        guard let hidden = all.first(where: {
+            $0.attributes == attributes && !access.mayList(name: $0.name, owner: VaultCollection.owner, attributes: $0.attributes)
+        }) else { return }
+        do {
+            try self.access(call, records: [hidden]).check(.list, entry: (hidden.name, VaultCollection.owner))
+        } catch let error as VaultError {
+            throw BusError.accessDenied("an item with exactly these attributes exists and is hidden from this caller, "
+                                        + "so a new one is refused: \(error.message)")
         }
     }
 

@@ -48,13 +48,14 @@ extension SecretServiceProvider {
         let value = try secret ?? secretOf(collection, record, call)
         var updated = record
         updated.modified = SecretItemRecord.now
+        try Self.checkLimits(updated)
         let access = try access(call, records: [updated])
         switch collection {
         case let .vault(vault):
             try vault.put(updated, secret: value, replace: true, access: access)
         case let .memory(memory):
             try access.check(.add, entry: (record.name, VaultCollection.owner))
-            try memory.put(updated, secret: value)
+            try putInMemory(memory, updated, secret: value)
         }
     }
 

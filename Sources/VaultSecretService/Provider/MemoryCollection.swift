@@ -14,6 +14,15 @@ final class MemoryCollection {
     /// The items, by path element.
     private(set) var items: [String: (record: SecretItemRecord, secret: SecureBytes)] = [:]
 
+    /// The bytes its items hold (labels, attributes, secrets, names), for the provider's budget.
+    private(set) var byteCount = 0
+
+    /// What one item counts against the budget.
+    static func byteCount(_ record: SecretItemRecord, _ secret: SecureBytes) -> Int {
+        record.name.utf8.count + record.label.utf8.count + record.contentType.utf8.count + secret.count
+            + record.attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    }
+
     /// The most items one in-memory collection holds.
     static let maximumItems = 10_000
 
@@ -29,14 +38,17 @@ final class MemoryCollection {
         guard items[record.name] != nil || items.count < Self.maximumItems else {
             throw BusError.failed("the collection \(id) holds the maximum of \(Self.maximumItems) items")
         }
+        if let old = items[record.name] { byteCount -= Self.byteCount(old.record, old.secret) }
         items[record.name] = (record, secret)
+        byteCount += Self.byteCount(record, secret)
         modified = SecretItemRecord.now
     }
 
     /// Removes the item `name`; false when there was none.
     @discardableResult
     func remove(_ name: String) -> Bool {
-        guard items.removeValue(forKey: name) != nil else { return false }
+        guard let old = items.removeValue(forKey: name) else { return false }
+        byteCount -= Self.byteCount(old.record, old.secret)
         modified = SecretItemRecord.now
         return true
     }

@@ -55,7 +55,11 @@ extension SecretServiceProvider {
         case .collection, .alias:
             guard interface == Interface.collection, name == "Label" else { throw BusError.readOnly(name) }
             guard let label = value.stringValue else { throw BusError.invalidArguments("Label is a string") }
+            guard (try? EntryValidation.checkLabel(label)) != nil else {
+                throw BusError.invalidArguments("a collection's label is at most \(VaultLimits.maximumLabelBytes) bytes, without control characters")
+            }
             let collection = try collection(for: object)
+            try checkCollectionChange(.add, collection.id, call)
             switch collection {
             case let .vault(vault): vault.label = label
             case let .memory(memory): memory.label = label
@@ -63,7 +67,7 @@ extension SecretServiceProvider {
             return Answer { [self] in
                 emit(SecretPaths.service, Interface.service, "CollectionChanged", [.objectPath(collection.path)])
                 emit(collection.path, Interface.properties, "PropertiesChanged",
-                     [.string(Interface.collection), .properties(["Label": .string(label)]), .array(element: "s", [])])
+                     [.string(Interface.collection), .properties([:]), .array(element: "s", [.string("Label")])])
             }
         case .item, .aliasItem:
             guard interface == Interface.item, name == "Label" || name == "Attributes" else { throw BusError.readOnly(name) }
@@ -78,10 +82,11 @@ extension SecretServiceProvider {
             }
             try rewrite(collection, record, secret: nil, call)
             let path = SecretPaths.item(collection.id, itemName)
-            let changedValue: BusValue = name == "Label" ? .string(record.label) : .stringDictionary(record.attributes)
+            // Never the new value: every bus listener receives signals, whatever the rules let it read;
+            // the name is invalidated and clients read it again through the rules.
             return Answer { [self] in
                 emit(path, Interface.properties, "PropertiesChanged",
-                     [.string(Interface.item), .properties([name: changedValue]), .array(element: "s", [])])
+                     [.string(Interface.item), .properties([:]), .array(element: "s", [.string(name)])])
                 emit(collection.path, Interface.collection, "ItemChanged", [.objectPath(path)])
             }
         default:
@@ -108,7 +113,14 @@ extension SecretServiceProvider {
         case .collection, .alias:
             let collection = try collection(for: object)
             // The items the caller may list (a locked vault's remembered ones; none before it was read).
-            let children = ((try? listedRecords(collection, call))?.records ?? []).map(\.name)
+            // A locked vault never read has no known children; a refusal (unusable rules, an
+            // unidentified caller) is the caller's error, not an empty collection.
+            let children: [String]
+            do {
+                children = try listedRecords(collection, call).records.map(\.name)
+            } catch let error as BusError where error.name == BusError.isLocked("").name {
+                children = []
+            }
             return SecretIntrospection.document(interface: SecretIntrospection.collection, children: children)
         case .item, .aliasItem:
             return SecretIntrospection.document(interface: SecretIntrospection.item, children: [])

@@ -27,9 +27,19 @@ final class SecretServiceProvider: @unchecked Sendable {
     private var nextSession = 1
     private var nextPrompt = 1
 
-    /// The most sessions and prompts open at once (bounds on a client that never closes them).
+    /// The most sessions and prompts open at once on the agent (a backstop: the caps per connection
+    /// below are what a client meets, so one connection cannot take them all).
     static let maximumSessions = 4096
     static let maximumPrompts = 256
+    /// The most sessions and prompts one connection (unique bus name) holds at once.
+    static let maximumSessionsPerConnection = 64
+    static let maximumPromptsPerConnection = 8
+    /// The most alias names (the three fixed ones included).
+    static let maximumAliases = 64
+    /// The aliases that always name the same collection: SetAlias cannot move or remove them.
+    static let fixedAliases: Set<String> = ["default", "login", "session"]
+    /// The most bytes (labels, attributes, secrets) all in-memory collections hold together.
+    static let maximumMemoryBytes = 64 << 20
 
     /// The interfaces' names.
     enum Interface {
@@ -257,6 +267,34 @@ final class SecretServiceProvider: @unchecked Sendable {
                                                                                    uniquingKeysWith: { first, _ in first }), log: setup.log)
     }
 
+    /// The entry name a collection's own changes are checked as (CreateCollection, Delete, its
+    /// Label, SetAlias): `collection:ID`, of owner `secret-service`, with no attributes.
+    static func collectionEntry(_ id: String) -> String { "collection:" + id }
+
+    /// Checks a change of the collection `id` itself against the caller's rules (refused, as any
+    /// request, to an unidentified caller when there are rules).
+    func checkCollectionChange(_ operation: AgentOperation, _ id: String, _ call: Call) throws {
+        try access(call).check(operation, entry: (Self.collectionEntry(id), VaultCollection.owner))
+    }
+
+    /// Checks an item's label and attributes against the vault's limits (`EntryValidation`: the
+    /// label the entry would store, the attributes with the hidden exact label), in-memory items
+    /// too, so a client cannot make the agent hold a label or attributes a vault would refuse.
+    static func checkLimits(_ record: SecretItemRecord) throws {
+        try EntryValidation.checkLabel(record.storedLabel)
+        try EntryValidation.checkAttributes(record.storedAttributes)
+    }
+
+    /// Stores an item in an in-memory collection within `maximumMemoryBytes` across all of them.
+    func putInMemory(_ memoryCollection: MemoryCollection, _ record: SecretItemRecord, secret: SecureBytes) throws {
+        let total = memory.values.reduce(0) { $0 + $1.byteCount }
+        let replaced = memoryCollection.items[record.name].map { MemoryCollection.byteCount($0.record, $0.secret) } ?? 0
+        guard total - replaced + MemoryCollection.byteCount(record, secret) <= Self.maximumMemoryBytes else {
+            throw BusError.failed("the in-memory collections hold the maximum of \(Self.maximumMemoryBytes >> 20) MiB: delete items first")
+        }
+        try memoryCollection.put(record, secret: secret)
+    }
+
     /// The items of a collection the caller may list, and whether they are locked.
     func listedRecords(_ collection: Collection, _ call: Call) throws -> (records: [SecretItemRecord], locked: Bool) {
         let access = try access(call)
@@ -297,6 +335,9 @@ final class SecretServiceProvider: @unchecked Sendable {
 
     /// Opens a session for `call`'s sender.
     func openSession(algorithm: String, input: BusValue, for call: Call) throws -> (BusValue, String) {
+        guard sessions.values.filter({ $0.owner == call.sender }).count < Self.maximumSessionsPerConnection else {
+            throw BusError.failed("this connection has the maximum of \(Self.maximumSessionsPerConnection) sessions open: close one first")
+        }
         guard sessions.count < Self.maximumSessions else { throw BusError.failed("too many sessions are open") }
         let path = SecretPaths.sessions + "/\(nextSession)"
         let (output, session) = try TransferSession.open(algorithm: algorithm, input: input, path: path, owner: call.sender)
@@ -307,6 +348,10 @@ final class SecretServiceProvider: @unchecked Sendable {
 
     /// Makes a prompt that unlocks the vault for `call`'s sender.
     func makePrompt(unlocking paths: [String], for call: Call) throws -> String {
+        guard prompts.values.filter({ $0.owner == call.sender }).count < Self.maximumPromptsPerConnection else {
+            throw BusError.failed("this connection has the maximum of \(Self.maximumPromptsPerConnection) prompts waiting: "
+                                  + "complete or dismiss one first")
+        }
         guard prompts.count < Self.maximumPrompts else { throw BusError.failed("too many prompts are waiting") }
         let path = SecretPaths.prompts + "/\(nextPrompt)"
         nextPrompt += 1

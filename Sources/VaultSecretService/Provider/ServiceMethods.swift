@@ -30,14 +30,16 @@ extension SecretServiceProvider {
             return Answer(values: [.paths(unlocked), .objectPath(try makePrompt(unlocking: waiting, for: call))])
         case "Lock":
             let paths = try call.expect("ao")[0].objectPaths ?? []
+            // Locking is not bound to an item, but an unidentified caller is refused when there are rules.
+            _ = try access(call)
             var locked: [String] = []
             for path in paths {
                 guard case .vault = try? collectionOrItemCollection(path) else { continue }
                 locked.append(path)
             }
             if !locked.isEmpty {
-                // The handler's lock forgets every vault the agent holds, as `vault lock` does.
-                _ = setup.handler.answer(.lock)
+                // Only the vault this provider serves: the other vaults the agent holds stay unlocked.
+                setup.handler.lock(directory: setup.directory)
                 setup.log("locked through the Secret Service by \(call.caller.description)")
                 emit(SecretPaths.service, Interface.service, "CollectionChanged", [.objectPath(SecretPaths.collection(VaultCollection.id))])
             }
@@ -47,8 +49,16 @@ extension SecretServiceProvider {
             let session = try self.session(arguments[1].objectPathValue ?? "", for: call)
             var secrets: [BusValue] = []
             for path in arguments[0].objectPaths ?? [] {
-                guard let (collection, name) = try? item(atPath: path), !isLocked(collection),
-                      let record = try? record(collection, name, call) else { continue }
+                // Skipped: no such item (or one the caller may not list) and locked items, as the
+                // specification says; a refusal or unusable rules are the caller's error.
+                let collection: Collection, record: SecretItemRecord
+                do {
+                    let (found, name) = try item(atPath: path)
+                    guard !isLocked(found) else { continue }
+                    (collection, record) = (found, try self.record(found, name, call))
+                } catch let error as BusError where error.name == BusError.noSuchObject("").name {
+                    continue
+                }
                 let secret = try secretOf(collection, record, call)
                 secrets.append(.dictionaryEntry(.objectPath(path), try session.encode(secret, contentType: record.contentType)))
             }
@@ -61,11 +71,22 @@ extension SecretServiceProvider {
             let arguments = try call.expect("so")
             let alias = arguments[0].stringValue ?? "", target = arguments[1].objectPathValue ?? ""
             guard SecretPaths.isPathElement(alias) else { throw BusError.invalidArguments("an alias is letters, digits and _") }
+            guard !Self.fixedAliases.contains(alias) else {
+                throw BusError.notSupported("the alias \(alias) is fixed: default and login name the agent's vault "
+                                            + "(\(setup.directory)), session the in-memory session collection")
+            }
             if target == SecretPaths.none {
+                guard let current = aliases[alias] else { return Answer() }
+                try checkCollectionChange(.add, current, call)
                 aliases[alias] = nil
             } else {
                 guard let object = SecretPaths.parse(target) else { throw BusError.noSuchObject(target) }
-                aliases[alias] = try collection(for: object).id
+                let id = try collection(for: object).id
+                try checkCollectionChange(.add, id, call)
+                guard aliases[alias] != nil || aliases.count < Self.maximumAliases else {
+                    throw BusError.failed("the agent holds the maximum of \(Self.maximumAliases) aliases: remove one first")
+                }
+                aliases[alias] = id
             }
             return Answer()
         case "CreateCollection":
@@ -77,7 +98,14 @@ extension SecretServiceProvider {
             }
             guard alias.isEmpty || SecretPaths.isPathElement(alias) else { throw BusError.invalidArguments("an alias is letters, digits and _") }
             let label = properties["\(Interface.collection).Label"]?.unwrapped.stringValue ?? ""
+            guard (try? EntryValidation.checkLabel(label)) != nil else {
+                throw BusError.invalidArguments("a collection's label is at most \(VaultLimits.maximumLabelBytes) bytes, without control characters")
+            }
+            guard alias.isEmpty || aliases.count < Self.maximumAliases else {
+                throw BusError.failed("the agent holds the maximum of \(Self.maximumAliases) aliases: remove one first")
+            }
             let id = try newCollectionID(label: label)
+            try checkCollectionChange(.add, id, call)
             memory[id] = MemoryCollection(id: id, label: label)
             if !alias.isEmpty { aliases[alias] = id }
             let path = SecretPaths.collection(id)

@@ -303,4 +303,25 @@ import CredentialVault
         #expect(!["00000000000000aa", "00000000000000bb", "00000000000000cc"].contains(names[3]))
         #expect(Set(names).count == 4)
     }
+
+    /// A label the vault refuses (Python keyring's hold a tab and a line break) is stored as the
+    /// provider stores it: U+FFFD in the entry's label, the exact label in `vault:label`; an item
+    /// with an attribute over the limits is invalid on its own (`--skip-invalid` skips it), the
+    /// others are imported.
+    @Test func labelsWithControlCharactersTakeTheProvidersFallbackAndBadAttributesAreInvalidAlone() throws {
+        let label = "Password for 'alice' on 'svc'\tx\n"
+        let items = [Self.item(label, ["service": "svc"]), Self.item("too long", ["k": String(repeating: "v", count: 1025)]),
+                     Self.item("plain", ["service": "other"])]
+        let source = try SecretServiceImportReader.read(items, existing: [])
+        #expect(source.candidates[0].label == "Password for 'alice' on 'svc'\u{FFFD}x\u{FFFD}")
+        #expect(source.candidates[0].attributes == ["service": "svc", SecretServiceEntries.labelAttribute: label])
+        #expect(source.candidates[2].attributes == ["service": "other"], "a usable label is kept as the entry's label only")
+        let plan = ImportPlan(source, checkSecrets: true)
+        #expect(plan.invalid.map(\.name) == [source.candidates[1].name])
+        #expect(plan.toImport.map(\.name) == [source.candidates[0].name, source.candidates[2].name])
+        // Imported before: the same item matches the entry it made (by the stored label and attributes).
+        let again = try SecretServiceImportReader.read([items[0]], existing: [
+            Self.metadata("00000000000000aa", label: source.candidates[0].label, attributes: source.candidates[0].attributes)])
+        #expect(again.candidates[0].name == "00000000000000aa")
+    }
 }

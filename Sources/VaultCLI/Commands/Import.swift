@@ -121,7 +121,7 @@ extension VaultCommand {
 
         /// "  {name=value, …}" of a Secret Service item's visible attributes, escaped, sorted; "" without any.
         private static func attributeText(_ attributes: [String: String]) -> String {
-            let visible = attributes.filter { $0.key != SecretServiceEntries.contentTypeAttribute }
+            let visible = attributes.filter { $0.key != SecretServiceEntries.contentTypeAttribute && $0.key != SecretServiceEntries.labelAttribute }
             guard !visible.isEmpty else { return "" }
             return "  {" + visible.sorted { $0.key < $1.key }.map { TerminalText.escaped($0.key) + "=" + TerminalText.escaped($0.value) }
                 .joined(separator: ", ") + "}"

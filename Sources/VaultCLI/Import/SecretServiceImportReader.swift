@@ -23,11 +23,32 @@ package enum SecretServiceEntries {
         return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] }, as: UTF8.self)
     }
 
-    /// The attributes an entry stores for an item: the item's own, plus the content type when it is not the default.
-    package static func storedAttributes(_ attributes: [String: String], contentType: String) -> [String: String] {
+    /// The sealed attribute that holds a label the vault's labels cannot hold as it is (control
+    /// characters, line breaks, bidirectional controls: Python keyring's labels name the user and
+    /// service as given). The entry's own label is then `storedLabel`; clients see the exact label.
+    package static let labelAttribute = "vault:label"
+
+    /// The attributes an entry stores for an item: the item's own, plus the content type when it is
+    /// not the default, plus the exact label when the entry's label (`storedLabel`) cannot hold it.
+    package static func storedAttributes(_ attributes: [String: String], contentType: String, label: String = "") -> [String: String] {
         var stored = attributes
         stored[contentTypeAttribute] = contentType == defaultContentType ? nil : contentType
+        stored[labelAttribute] = storedLabel(label) == (label.isEmpty ? nil : label) ? nil : label
         return stored
+    }
+
+    /// The label an entry stores for an item's label: the label, else (when the vault's label rules
+    /// refuse it) the label with the characters they refuse replaced by U+FFFD, cut to the limit;
+    /// nil when empty or still unusable.
+    package static func storedLabel(_ label: String) -> String? {
+        guard !label.isEmpty else { return nil }
+        if (try? EntryValidation.checkLabel(label)) != nil { return label }
+        var shown = String(String.UnicodeScalarView(label.unicodeScalars.map { scalar in
+            TerminalText.isControl(scalar) || TerminalText.isBidiControl(scalar) || scalar.value == 0x2028 || scalar.value == 0x2029
+                ? "\u{FFFD}" : scalar
+        }))
+        while shown.utf8.count > VaultLimits.maximumLabelBytes { shown.removeLast() }
+        return (try? EntryValidation.checkLabel(shown)) != nil ? shown : nil
     }
 }
 
@@ -50,8 +71,11 @@ enum SecretServiceImportReader {
         var taken = Set(existing.map(\.name))
         var source = ImportSource()
         for item in items {
-            let attributes = SecretServiceEntries.storedAttributes(item.attributes, contentType: item.contentType)
-            let key = MatchKey(label: item.label, attributes: attributes)
+            // A label the vault refuses (Python keyring's hold tabs and line breaks) is stored as the
+            // provider stores it: U+FFFD in the entry's label, the exact label in `vault:label`.
+            let label = SecretServiceEntries.storedLabel(item.label)
+            let attributes = SecretServiceEntries.storedAttributes(item.attributes, contentType: item.contentType, label: item.label)
+            let key = MatchKey(label: label ?? "", attributes: attributes)
             let name: String
             if let match = unmatched[key]?.first {
                 unmatched[key]?.removeFirst()
@@ -61,7 +85,7 @@ enum SecretServiceImportReader {
             }
             taken.insert(name)
             source.candidates.append(ImportSource.Candidate(
-                name: name, secret: item.secret, label: item.label.isEmpty ? nil : item.label,
+                name: name, secret: item.secret, label: label,
                 owner: SecretServiceEntries.owner, kind: SecretServiceEntries.importedKind, attributes: attributes,
                 shown: "\(name) (\(item.collection.isEmpty ? "-" : item.collection)/\(item.label))"))
         }

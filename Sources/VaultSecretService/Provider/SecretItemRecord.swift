@@ -26,7 +26,7 @@ struct SecretItemRecord {
     /// characters, line breaks, bidirectional controls: Python keyring's labels name the user and
     /// service as given). The entry's own label is then the label with those characters replaced
     /// by U+FFFD, for `vault list`; clients see the exact label. Hidden like the content type.
-    static let labelAttribute = "vault:label"
+    static let labelAttribute = SecretServiceEntries.labelAttribute
 
     /// The attributes clients see and set: the hidden ones left out.
     static func visible(_ attributes: [String: String]) -> [String: String] {
@@ -56,24 +56,12 @@ struct SecretItemRecord {
     /// The attributes a vault entry stores: the visible ones, the content type when not the
     /// default, and the exact label when the entry's label cannot hold it.
     var storedAttributes: [String: String] {
-        var stored = attributes
-        stored[Self.contentTypeAttribute] = contentType == Self.defaultContentType ? nil : contentType
-        stored[Self.labelAttribute] = storedLabel == (label.isEmpty ? nil : label) ? nil : label
-        return stored
+        SecretServiceEntries.storedAttributes(attributes, contentType: contentType, label: label)
     }
 
     /// The label the vault entry stores: the item's, else (when the vault's label rules refuse it)
     /// the item's with the characters they refuse replaced by U+FFFD; nil when empty or unusable.
-    var storedLabel: String? {
-        guard !label.isEmpty else { return nil }
-        if (try? EntryValidation.checkLabel(label)) != nil { return label }
-        var shown = String(String.UnicodeScalarView(label.unicodeScalars.map { scalar in
-            TerminalText.isControl(scalar) || TerminalText.isBidiControl(scalar) || scalar.value == 0x2028 || scalar.value == 0x2029
-                ? "\u{FFFD}" : scalar
-        }))
-        while shown.utf8.count > VaultLimits.maximumLabelBytes { shown.removeLast() }
-        return (try? EntryValidation.checkLabel(shown)) != nil ? shown : nil
-    }
+    var storedLabel: String? { SecretServiceEntries.storedLabel(label) }
 
     /// Whether every attribute of `query` is one of the item's with the same value (an empty query matches all).
     func matches(_ query: [String: String]) -> Bool {

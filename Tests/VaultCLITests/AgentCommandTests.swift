@@ -492,7 +492,9 @@ import TestScheduling
         let launched = try ExternalProcess.run("/usr/bin/python3", ["-c", launcher, socket, try CLIBinary.path()],
                                                environment: sandbox.environment, stdin: Data(), timeout: 30)
         let pid = try #require(Int32(launched.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)))
-        defer { kill(pid, SIGTERM) }
+        // SIGKILL: the launcher inherits the test process's blocked SIGTERM, so SIGTERM would never
+        // arrive and the agent (or systemd-socket-activate still waiting) would outlive the test.
+        defer { kill(pid, SIGKILL) }
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(10_000) }
         let status = try sandbox.run(["agent", "--status", "--json"], environment: ["VAULT_AGENT_SOCK": socket])

@@ -24,11 +24,18 @@ final class BusCallers {
     /// remembered, and may call again once others have left.
     static let maximumKnown = 4096
 
+    /// The cap in force (`maximumKnown`; tests give a small one).
+    let capacity: Int
+
+    init(capacity: Int = BusCallers.maximumKnown) {
+        self.capacity = capacity
+    }
+
     /// The identity of `sender`, asked of the bus on its first call.
     func identity(of sender: String, on connection: BusConnection) -> Identity {
         if let identity = known[sender] { return identity }
-        guard known.count < Self.maximumKnown else {
-            return .refused(.accessDenied("too many connections identified (\(Self.maximumKnown)): try again when others have left the bus"))
+        guard known.count < capacity else {
+            return .refused(.accessDenied("too many connections identified (\(capacity)): try again when others have left the bus"))
         }
         let identity = Self.ask(sender, connection)
         known[sender] = identity

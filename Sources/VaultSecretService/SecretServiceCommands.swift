@@ -84,9 +84,7 @@ package struct SecretServiceCommands: SecretServiceCommandSupport {
         guard let pid = (try? connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                               interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
                                               arguments: [.string(owner)]))?.first?.uint32Value else { return owner }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
-        let executable = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        let executable = ProcessFiles.executable(of: Int32(bitPattern: pid))
         return "pid \(pid)" + (executable.map { ", \(TerminalText.escaped($0))" } ?? "") + ", \(owner)"
     }
 }

@@ -366,15 +366,16 @@ package enum AgentLog {
     }
 }
 
-/// A detached pthread running one closure: the agent's per-connection threads.
-enum ServiceThread {
-    private final class Work {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+/// A detached pthread running one closure: the agent's per-connection threads and the Secret
+/// Service provider's prompts.
+package enum ServiceThread {
+    private final class Work: @unchecked Sendable {  // handed once to the new thread, never shared
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
     /// Starts `body` on a new detached thread; runs it on the calling thread if none can be made.
-    static func start(_ body: @escaping () -> Void) {
+    package static func start(_ body: @escaping @Sendable () -> Void) {
         let work = Unmanaged.passRetained(Work(body)).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { argument in

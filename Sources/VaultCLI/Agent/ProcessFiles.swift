@@ -9,7 +9,7 @@ import Darwin
 /// `stat` (parent, start time), `cmdline` and `cgroup` are readable for every process. The
 /// executable (`exe`) needs ptrace access: an agent without `CAP_SYS_PTRACE` cannot read it for a
 /// process that made itself non-dumpable (every `vault` process does), so it is then unknown.
-enum ProcessFiles {
+package enum ProcessFiles {
     /// The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
     /// state is [0], ppid [1], starttime [19].
     static func statFields(of pid: Int32) -> [Substring]? {
@@ -41,7 +41,7 @@ enum ProcessFiles {
     /// `mount --bind /bin/dash /usr/bin/git`, a shell shows "/usr/bin/git". Comparing the file
     /// itself with what the path names here refuses that, and a deleted or replaced executable
     /// ("/usr/bin/git (deleted)" after an upgrade). Nil when unreadable or different.
-    static func executable(of pid: Int32) -> String? {
+    package static func executable(of pid: Int32) -> String? {
         let link = "/proc/\(pid)/exe"
         guard let path = readLink(link), path.hasPrefix("/") else { return nil }
         var running = stat(), named = stat()

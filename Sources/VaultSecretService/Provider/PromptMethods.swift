@@ -46,7 +46,7 @@ extension SecretServiceProvider {
         }
         let directory = setup.directory, environment = setup.environment, handler = setup.handler, log = setup.log
         let thread = self.thread, path = prompt.path
-        DetachedThread.start {
+        ServiceThread.start {
             // Off the bus thread: the pinentry waits for a person (bounded by Pinentry's own timeout).
             var dismissed = true
             do {
@@ -77,26 +77,3 @@ extension SecretServiceProvider {
     }
 }
 
-/// A detached pthread running one closure (the prompts' pinentry), or the closure on the calling
-/// thread when no thread can be made.
-enum DetachedThread {
-    private final class Work: @unchecked Sendable {  // handed once to the new thread
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        let work = Unmanaged.passRetained(Work(body)).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { argument in
-            guard let argument else { return nil }
-            Unmanaged<Work>.fromOpaque(argument).takeRetainedValue().body()
-            return nil
-        }, work)
-        if created == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<Work>.fromOpaque(work).takeRetainedValue().body()
-        }
-    }
-}

@@ -1,4 +1,4 @@
-import CredentialVault
+@testable import CredentialVault
 import Testing
 @testable import VaultCLI
 
@@ -23,6 +23,17 @@ import Testing
         let error = VaultError(.busy, "another process is using the vault", path: "/v/session.lock", fix: "wait a moment and try again",
                                topic: .busy)
         #expect(CommandHints.hint(for: error) == "wait and try again, or find the process holding it: fuser -v /v/session.lock")
+    }
+
+    /// Review of issue 39, finding 6: kept versions count toward the 512 MiB cap; at the cap the
+    /// hint names the history limit (the library's fix names no command).
+    @Test func theFileCapWithKeptVersionsNamesTheHistoryLimit() {
+        let withHistory = VaultFileCodec.fileCapError(keepsVersions: true)
+        #expect(withHistory.fix?.contains("vault history") == false)
+        #expect(CommandHints.hint(for: withHistory)?.contains("'vault history --limit N'") == true)
+        #expect(withHistory.message.contains("earlier versions kept as history count toward it"))
+        let without = VaultFileCodec.fileCapError(keepsVersions: false)
+        #expect(CommandHints.hint(for: without) == "remove entries or store large files elsewhere")
     }
 
     @Test func errorsWithoutATopicKeepTheLibrarysFix() {

@@ -22,4 +22,25 @@ struct HistoryPostgresCommandTests {
         #expect(try sandbox.run(["audit"] + store, environment: key).status == 64)
         #expect(try sandbox.run(["get", "api"] + store, environment: key).stdoutText == "two")
     }
+
+    /// Review of issue 39, finding 6: kept versions do not follow a copy to PostgreSQL; the copy says so.
+    @Test func migrateStoreToPostgresWarnsThatKeptVersionsStayBehind() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        let url = try PostgresCLI.requireURL()
+        #expect(try sandbox.run(["add", "api"], stdin: Data("one".utf8), environment: key).status == 0)
+        #expect(try sandbox.run(["add", "api", "--replace"], stdin: Data("two".utf8), environment: key).status == 0)
+        #expect(try sandbox.run(["rm", "api"], environment: key).status == 0)
+        #expect(try sandbox.run(["add", "other"], stdin: Data("x".utf8), environment: key).status == 0)
+        let copied = try sandbox.run(["migrate-store", "--to", url, "--to-store-name", PostgresCLI.freshStoreName()], environment: key)
+        #expect(copied.status == 0, "\(copied.stderrText)")
+        #expect(copied.stderrText.contains("warning: the 2 earlier versions kept as history in the vault file were not copied"),
+                "\(copied.stderrText)")
+        // Without kept versions, no warning.
+        let (plain, plainKey) = try CLISandbox.withVault()
+        defer { plain.cleanUp() }
+        #expect(try plain.run(["add", "api"], stdin: Data("one".utf8), environment: plainKey).status == 0)
+        let quiet = try plain.run(["migrate-store", "--to", url, "--to-store-name", PostgresCLI.freshStoreName()], environment: plainKey)
+        #expect(quiet.status == 0 && !quiet.stderrText.contains("warning"), "\(quiet.stderrText)")
+    }
 }

@@ -105,6 +105,8 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case kindNeedsNewerFormat
         /// Entry history asked of a vault file kept at an older format version.
         case historyNeedsNewerFormat
+        /// A write refused at the file size cap while the vault keeps earlier versions (fewer kept would make room).
+        case fileCapWithHistory
         /// An entry that belongs to the session (`ReservedEntryNames`), refused for this use.
         case reservedEntry(ReservedEntryNames.Use)
     }

@@ -13,6 +13,12 @@ extension SecretStore {
         try update { try $0.setHistoryLimit(limit) }
     }
 
+    /// How many earlier versions the vault keeps in all (of every entry, removed ones included).
+    /// - Throws: the errors of `open`.
+    public func keptVersionCount() throws -> Int {
+        try snapshot { $0.keptVersionCount }
+    }
+
     /// The versions of one entry, newest first (metadata only).
     /// - Throws: `.notFound`, `.invalidInput` for a file older than format version 3, and the errors of `open`.
     public func history(named name: String, owner: String = "") throws -> EntryHistory {

@@ -9,6 +9,9 @@ extension VaultTransaction {
     /// How many earlier versions this vault keeps per entry.
     public var historyLimit: Int { image.history?.limit ?? HistoryPolicy.defaultLimit }
 
+    /// How many earlier versions are kept in all (of every entry, removed ones included).
+    public var keptVersionCount: Int { image.history?.records.reduce(0) { $0 + $1.versions.count } ?? 0 }
+
     /// Whether this vault file can keep history (format version 3).
     public var keepsHistory: Bool { image.majorVersion >= 3 }
 

@@ -42,6 +42,7 @@ extension VaultCommand {
             }
             let from = try await open(source, context: context)
             let entries = try await Self.readAll(from)
+            let keptVersions = try (from as? SecretStore)?.keptVersionCount() ?? 0
             let into = try await destinationStorage(destination, context: context)
             _ = try await into.storeEntries(entries.map(NewEntry.init(copying:)), replace: false)
             try await Self.compare(entries, with: into)
@@ -51,6 +52,11 @@ extension VaultCommand {
             }
             ErrorReport.note("Copied \(entries.count) entr\(entries.count == 1 ? "y" : "ies") from the \(from.storageKind.rawValue) "
                              + "store to the \(into.storageKind.rawValue) store; each was read back and matched. The source is unchanged.")
+            if keptVersions > 0, destination.postgres != nil {
+                ErrorReport.note("warning: the \(keptVersions) earlier version\(keptVersions == 1 ? "" : "s") kept as history in the vault file "
+                                    + "\(keptVersions == 1 ? "was" : "were") not copied: a PostgreSQL store keeps no history "
+                                    + "(the source still has them; 'vault history NAME' lists them there)")
+            }
         }
 
         /// Every entry of `storage`, with its secret.

@@ -34,6 +34,7 @@ enum CommandHints {
         case .historyNeedsNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file)"
         case .attributesNeedNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file), or add the entry without --attribute"
         case .kindNeedsNewerFormat?: "run 'vault upgrade-format' first (releases before it cannot read the upgraded file)"
+        case .fileCapWithHistory?: "keep fewer earlier versions with 'vault history --limit N' (0 keeps none), remove entries, or store large files elsewhere"
         case .reservedEntry(.store)?: "choose another name; 'vault client' stores the OAuth client, 'vault signin' the tokens"
         case .reservedEntry(.read)?: "'vault token' prints a valid access token; 'vault inspect' shows an entry without its secret"
         case .reservedEntry(.remove)?: "'vault signout' ends the session; 'vault client --remove' forgets the OAuth client"

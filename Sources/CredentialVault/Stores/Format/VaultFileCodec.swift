@@ -60,6 +60,15 @@ enum VaultFileCodec {
         return (image, keys, kek)
     }
 
+    /// The error of a write past `VaultLimits.maximumFileBytes`. With kept earlier versions (which
+    /// count toward the cap) its topic lets a front end name the command that keeps fewer.
+    static func fileCapError(keepsVersions: Bool) -> VaultError {
+        keepsVersions
+            ? VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes (earlier versions kept as history count toward it)",
+                         fix: "keep fewer earlier versions per entry, remove entries, or store large files elsewhere", topic: .fileCapWithHistory)
+            : VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes", fix: "remove entries or store large files elsewhere")
+    }
+
     /// The header flags of a file with these contents: history, attributes and newer kinds exist in v3 only.
     private static func headerFlags(layout: HeaderLayout, hasHistory: Bool, entries: [SealedEntry]) -> UInt16 {
         guard layout.majorVersion >= 3 else { return 0 }
@@ -97,8 +106,7 @@ enum VaultFileCodec {
         let valuesRegion = layout.valuesRegionByteCount(valuesLength: valuesLength)
         let total = layout.headerByteCount + VaultFileLayout.nonceByteCount + plainIndex.count + VaultFileLayout.tagByteCount + valuesRegion
         guard total <= VaultLimits.maximumFileBytes else {
-            throw VaultError(.invalidInput, "the vault would exceed \(VaultLimits.maximumFileBytes) bytes",
-                             fix: "remove entries or store large files elsewhere")
+            throw Self.fileCapError(keepsVersions: history?.records.contains { !$0.versions.isEmpty } ?? false)
         }
 
         header.indexCiphertextLength = UInt32(plainIndex.count)

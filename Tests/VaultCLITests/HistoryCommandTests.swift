@@ -54,6 +54,30 @@ import TestScheduling
         #expect(try sandbox.run(["history", "k", "--limit", "3"], environment: key).status == 64)
     }
 
+    /// The documented way back to a file the release before history reads (docs/CLI.md, "History"):
+    /// `history --limit 0` drops every kept version and writer record, `history --limit 10` then
+    /// leaves nothing for the section to say, so the file is written without it (header flags 0).
+    @Test func theDowngradePathWritesAFileWithoutTheHistorySection() throws {
+        let (sandbox, key) = try CLISandbox.withVault()
+        defer { sandbox.cleanUp() }
+        func flags() throws -> UInt16 {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: sandbox.vaultFile)))
+            return UInt16(bytes[10]) << 8 | UInt16(bytes[11])
+        }
+        #expect(try sandbox.run(["add", "api"], stdin: Data("one".utf8), environment: key).status == 0)
+        #expect(try flags() == 1, "one plain add records its writer: the file carries the history section")
+        #expect(try sandbox.run(["add", "api", "--replace"], stdin: Data("two".utf8), environment: key).status == 0)
+        #expect(try sandbox.run(["history", "--limit", "0"], environment: key).status == 0)
+        #expect(try flags() == 1, "limit 0 is itself kept in the section")
+        #expect(try sandbox.run(["add", "other"], stdin: Data("x".utf8), environment: key).status == 0)
+        let history = try sandbox.run(["history", "api", "--json"], environment: key)
+        let object = try #require(try JSONSerialization.jsonObject(with: history.stdout) as? [String: Any])
+        #expect((object["versions"] as? [[String: Any]])?.map { $0["writer"] is NSNull } == [true], "no writer records at limit 0")
+        #expect(try sandbox.run(["history", "--limit", "10"], environment: key).status == 0)
+        #expect(try flags() == 0, "nothing for the section to say: the file is written as before history")
+        #expect(try sandbox.run(["get", "api"], environment: key).stdout == Data("two".utf8))
+    }
+
     @Test func aWrongKeyReadsNoHistory() throws {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }

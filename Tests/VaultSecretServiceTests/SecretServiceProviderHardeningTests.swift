@@ -134,7 +134,8 @@ extension SecretServiceProviderTests {
         #expect(try world.vault(["list"]).status != 0, "the vault served is locked")
     }
 
-    /// Sessions and prompts are capped per connection: one connection at its cap, another still opens one.
+    /// Sessions and prompts (the vault is locked: Unlock makes one) are capped per connection:
+    /// one connection at its cap, another still opens one.
     @Test func oneConnectionCannotTakeEverySession() throws {
         guard SecretServiceWorld.clientsInstalled() else { return }
         let world = try SecretServiceWorld()
@@ -150,11 +151,24 @@ extension SecretServiceProviderTests {
                 opened += 1
             print("opened", opened)
             print("other", call(b, service, "OpenSession", "sv", ("plain", ("s", "")))[0] != "ERROR")
+            login = ["/org/freedesktop/secrets/collection/login"]
+            prompts = 0
+            for _ in range(50):
+                answer = call(a, service, "Unlock", "ao", (login,))
+                if answer[0] == "ERROR":
+                    print("prompt refused", answer)
+                    break
+                prompts += 1
+            print("prompts", prompts)
+            print("other prompt", call(b, service, "Unlock", "ao", (login,))[1].startswith("/org/freedesktop/secrets/prompt/"))
             """)
         #expect(result.status == 0, "\(result.stderrText)")
         #expect(result.stdoutText.contains("opened \(SecretServiceProvider.maximumSessionsPerConnection)\n"), "\(result.stdoutText)")
         #expect(result.stdoutText.contains("maximum of \(SecretServiceProvider.maximumSessionsPerConnection) sessions"))
         #expect(result.stdoutText.contains("other True"))
+        #expect(result.stdoutText.contains("prompts \(SecretServiceProvider.maximumPromptsPerConnection)\n"))
+        #expect(result.stdoutText.contains("maximum of \(SecretServiceProvider.maximumPromptsPerConnection) prompts"))
+        #expect(result.stdoutText.contains("other prompt True"))
     }
 
     /// An in-memory item meets the vault's limits: a 5 MB label and 100,000 attributes are
@@ -185,6 +199,36 @@ extension SecretServiceProviderTests {
         let resident = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
             .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
         #expect(resident > 0 && resident < 200_000, "agent resident memory \(resident) kB")
+    }
+
+    /// All in-memory collections together hold at most `maximumMemoryBytes`: past it CreateItem
+    /// fails naming the budget, and deleting an item makes room again.
+    @Test func inMemoryCollectionsHoldABoundedNumberOfBytes() throws {
+        guard SecretServiceWorld.clientsInstalled() else { return }
+        let world = try SecretServiceWorld()
+        let result = try world.python(Self.jeepneyPrelude + """
+            a = open_dbus_connection(bus="SESSION")
+            session = call(a, service, "OpenSession", "sv", ("plain", ("s", "")))[1]
+            memory = address("/org/freedesktop/secrets/collection/session", "org.freedesktop.Secret.Collection")
+            def create(n):
+                properties = {"org.freedesktop.Secret.Item.Label": ("s", "big"), "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"n": str(n)})}
+                return call(a, memory, "CreateItem", "a{sv}(oayays)b", (properties, (session, b"", b"x" * 1000000, "text/plain"), False))
+            stored = []
+            for n in range(100):
+                answer = create(n)
+                if answer[0] == "ERROR":
+                    print("refused", answer)
+                    break
+                stored.append(answer[0])
+            print("stored", len(stored))
+            call(a, address(stored[0], "org.freedesktop.Secret.Item"), "Delete")
+            print("again", create(1000)[0] != "ERROR")
+            """)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let budget = SecretServiceProvider.maximumMemoryBytes
+        #expect(result.stdoutText.contains("stored \(budget / 1_000_000)\n"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("maximum of \(budget >> 20) MiB"))
+        #expect(result.stdoutText.contains("again True"))
     }
 
     /// A caller refused list of an item cannot plant a look-alike (same attributes) beside or in

@@ -141,7 +141,9 @@ import CredentialVault
             #expect(dry.contains("/\(item.label))"), "\(dry)")
             #expect(!dry.contains(item.secret))
         }
-        #expect(dry.contains("service=github.com, user=alice}"), "\(dry)")
+        // gnome-keyring may add xdg:schema to an item stored without a schema, so the attributes are
+        // checked one by one, not as the whole set.
+        #expect(dry.contains("service=github.com, user=alice"), "\(dry)")
         #expect(Self.text(sandbox, "dry.err").contains("Would import 3 entries from secret-service"), "\(Self.text(sandbox, "dry.err"))")
 
         // The import: three entries of owner secret-service in one write.

@@ -59,7 +59,7 @@ package enum AuditLogReader {
                     lines.append(Line(file: name, lineNumber: index + 1, mac: parsed.mac, previous: parsed.previous, json: parsed.json,
                                       record: parsed.record, sequence: parsed.sequence))
                 } catch {
-                    throw VaultError.tampered(region: "audit log line \(index + 1) of \(name) (not a record)", path: path)
+                    throw failure(at: "line \(index + 1) of \(name)", "it is not a record", path: path)
                 }
             }
         }

@@ -286,6 +286,19 @@ import VaultCrypto
         #expect(try Data(contentsOf: URL(fileURLWithPath: head)).count == 172, "the garbage was replaced, not written over in part")
     }
 
+    @Test func aLineThatIsNotARecordBlamesTheLogNotTheVault() throws {
+        let world = try World()
+        defer { world.temp.cleanUp() }
+        world.exercise()
+        var lines = try world.lines()
+        lines[1] = "not a record"
+        try world.write(lines: lines)
+        let error = expectVaultError(.tampered) { try AuditLogReader.read(directory: world.auditFolder, vaultID: world.vaultID) }
+        #expect(error?.message == "the audit log failed its check at line 2 of \(world.vaultID).log: it is not a record")
+        #expect(error?.message.contains("the vault failed") == false)
+        #expect(error?.fix?.contains("the vault itself is not affected") == true)
+    }
+
     @Test func removedFirstRecordsDoNotPassForRotatedOut() throws {
         let world = try World()
         defer { world.temp.cleanUp() }

@@ -11,12 +11,13 @@ import VaultCrypto
 /// before with an HMAC under a key only the vault's key reaches (docs/SECURITY.md, "Audit log").
 ///
 /// Files, in `directory` (0700): `<vault id>.log` (current), `<vault id>.log.1` … `.log.<n>`
-/// (rotated, 1 the newest), `<vault id>.head` (the sequence number and MAC of the last line,
-/// authenticated, so a cut tail shows) and `<vault id>.lock` (one writer at a time across processes). A line is `<mac hex> <prev hex> <json>\n` with
+/// (rotated, 1 the newest), `<vault id>.head` (the sequence number and MAC of the last line and
+/// the number of the oldest record kept, authenticated, so a cut tail or a removed start shows;
+/// a log found without a valid head gets a `head-lost` record that `verify` refuses) and `<vault id>.lock` (one writer at a time across processes). A line is `<mac hex> <prev hex> <json>\n` with
 /// `mac = HMAC(K_audit, "vault/audit/v1" ‖ prev ‖ json)`, `prev` the MAC of the line before (32 zero
 /// bytes before the first record). Rotation moves the current file to `.log.1` when the next line
 /// would take it past `maximumFileBytes`; the chain goes on in the new file; the oldest file past
-/// `rotatedFiles` is deleted, and verification then starts at the oldest line kept.
+/// `rotatedFiles` is deleted, the head then names the oldest record kept, and verification starts there.
 package final class AuditLog: Sendable {
     /// Size bound and rotation.
     package struct Limits: Sendable {

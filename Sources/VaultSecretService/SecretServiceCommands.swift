@@ -56,7 +56,7 @@ package struct SecretServiceCommands: SecretServiceCommandSupport {
         let requested = connection.requestName(Self.busName, replaceExisting: setup.replace)
         if requested < 0 {
             guard requested == -EEXIST else {
-                throw VaultError(.agentUnavailable, "cannot claim \(Self.busName) on the session bus: \(String(cString: strerror(-requested)))")
+                throw VaultError(.busUnavailable, "cannot claim \(Self.busName) on the session bus: \(String(cString: strerror(-requested)))")
             }
             let owner = Self.describeOwner(of: Self.busName, connection)
             throw VaultError(.alreadyExists, "another program (\(owner)) owns \(Self.busName) on the session bus"

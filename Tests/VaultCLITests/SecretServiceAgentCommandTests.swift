@@ -185,6 +185,8 @@ import TestScheduling
         let result = try sandbox.run(["agent", "--secret-service"], environment: environment, timeout: 60)
         #expect(result.status == 69, "\(result.stderrText)")
         #expect(!result.stderrText.contains("not installed"))
+        #expect(result.stderrText.contains("cannot connect to the session bus"), "\(result.stderrText)")
+        #expect(!result.stderrText.contains("no agent answers"), "the bus is missing, not the agent")
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("agent/agent.sock")), "the socket is closed and removed")
         // In the background (--sh), the failed start is reported instead of shell lines.
         let background = try sandbox.run(["agent", "--sh", "--secret-service"], environment: environment, timeout: 60)

@@ -65,6 +65,9 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let vaultLocked = Code(rawValue: "vaultLocked")
         /// One of the agent's per-caller rules refuses this caller this operation on this entry.
         public static let deniedByRule = Code(rawValue: "deniedByRule")
+        /// No D-Bus session bus to connect to, or it refused the call, or no program on it owns the
+        /// name asked for (the Secret Service): not the vault agent, which is `agentUnavailable`.
+        public static let busUnavailable = Code(rawValue: "busUnavailable")
     }
 
     /// What went wrong.

@@ -151,7 +151,7 @@ final class AgentServer: @unchecked Sendable {
     ///   - replace: take the name from the program that owns it.
     ///   - environment: the command's environment.
     /// - Throws: the provider's error: `.alreadyExists` (the name is owned, no `--replace`),
-    ///   `.agentUnavailable` (no session bus).
+    ///   `.busUnavailable` (no session bus).
     func startSecretService(_ support: any SecretServiceCommandSupport, directory: String, replace: Bool,
                             environment: CommandEnvironment) throws {
         let setup = SecretServiceSetup(directory: directory, replace: replace, handler: handler,

@@ -9,7 +9,7 @@ package protocol SecretServiceCommandSupport: Sendable {
     /// Claims `org.freedesktop.secrets` on the session bus and serves the Secret Service API for
     /// the agent until `stop()` is called. Returns once the name is owned.
     /// - Throws: `.alreadyExists` when another program owns the name and `replace` is false;
-    ///   `.agentUnavailable` when there is no session bus to connect to.
+    ///   `.busUnavailable` when there is no session bus to connect to.
     func start(_ setup: SecretServiceSetup) throws -> any RunningSecretService
 
     /// Every item (secret, label, attributes) of every collection of the provider that owns

@@ -17,6 +17,7 @@ package enum VaultExitStatus {
     /// An I/O error: disk full, standard output closed (`EX_IOERR`).
     static let ioError: Int32 = 74
     /// The authorization server could not be reached or failed transiently (`EX_UNAVAILABLE`); the session is kept.
+    /// Also no agent answering, and no session bus or Secret Service provider on it.
     package static let serverUnavailable: Int32 = 69
     /// Another process holds the vault lock past the timeout (`EX_TEMPFAIL`).
     package static let busy: Int32 = 75
@@ -54,6 +55,7 @@ package enum VaultExitStatus {
         .agentUnavailable: serverUnavailable,
         .vaultLocked: permission,
         .deniedByRule: permission,
+        .busUnavailable: serverUnavailable,
     ]
 
     /// Every status with what it means, in order, for `vault --help` and `docs/CLI.md`.
@@ -62,10 +64,10 @@ package enum VaultExitStatus {
         (unexpected, "unexpected error"),
         (usage, "usage: bad option or value, no key source and no terminal; not available on a fleet session"),
         (dataError, "vault corrupt, tampered, rolled back, unsupported version or KDF outside policy"),
-        (notFound, "vault, entry or file not found; nobody signed in"),
-        (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost; no vault agent answering (start one: vault agent)"),
+        (notFound, "vault, entry or file not found; nobody signed in; the helper a command needs (vault-oauth, vault-postgres, vault-secret-service) not installed"),
+        (serverUnavailable, "authorization or PostgreSQL server unreachable or failing (5xx, timeout, bad answer); nothing lost; no vault agent answering (start one: vault agent); no D-Bus session bus, or no Secret Service provider on it"),
         (systemError, "the system refused a resource: signin --browser's --redirect-port cannot be bound"),
-        (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict"),
+        (alreadyExists, "vault, entry or key file already exists; another user signed in; merge conflict; another program owns org.freedesktop.secrets (agent --secret-service without --replace)"),
         (ioError, "I/O error: disk full, standard output closed"),
         (busy, "busy: another process holds the vault lock; temporary: no browser sign-in came back within --wait"),
         (serverRefused, "authorization server answered an OAuth error (invalid_client, access_denied, …), or a check of its answer failed (ID token, iss, state)"),

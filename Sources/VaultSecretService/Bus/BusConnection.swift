@@ -48,7 +48,7 @@ final class BusConnection: @unchecked Sendable {
     /// Connects to the user's session bus (`$DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`;
     /// `sd_bus_open_user_with_description`), or to the bus at `address` when one is given (a test's
     /// private bus; `sd_bus_set_address`, `sd_bus_set_bus_client`, `sd_bus_start`).
-    /// - Throws: `VaultError` `.agentUnavailable` when there is no session bus to connect to.
+    /// - Throws: `VaultError` `.busUnavailable` when there is no session bus to connect to.
     static func openSessionBus(description: String, address: String? = nil) throws -> BusConnection {
         var bus: OpaquePointer?
         var opened: Int32
@@ -68,7 +68,7 @@ final class BusConnection: @unchecked Sendable {
             opened = sd_bus_open_user_with_description(&bus, description)
         }
         guard opened >= 0, let bus else {
-            throw VaultError(.agentUnavailable, "cannot connect to the session bus: \(String(cString: strerror(-opened)))",
+            throw VaultError(.busUnavailable, "cannot connect to the session bus: \(String(cString: strerror(-opened)))",
                              fix: "run under a D-Bus session (DBUS_SESSION_BUS_ADDRESS), e.g. dbus-run-session")
         }
         _ = sd_bus_set_method_call_timeout(bus, UInt64(defaultCallTimeout.components.seconds) * 1_000_000)

@@ -27,7 +27,7 @@ struct SecretServiceExporter {
     }
 
     /// Every item of every collection.
-    /// - Throws: `VaultError` `.agentUnavailable` without a bus or a provider, `.vaultLocked` for a
+    /// - Throws: `VaultError` `.busUnavailable` without a bus or a provider, `.vaultLocked` for a
     ///   collection left locked, `.io` for a provider that fails or answers out of shape.
     func export() throws -> [SecretServiceItemExport] {
         let deadline = ContinuousClock.now + timeout
@@ -71,7 +71,7 @@ struct SecretServiceExporter {
             return exports
         } catch let error as BusError {
             if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-                throw VaultError(.agentUnavailable, "no program owns \(Self.service) on the session bus",
+                throw VaultError(.busUnavailable, "no program owns \(Self.service) on the session bus",
                                  fix: "start the Secret Service provider to import from (e.g. gnome-keyring-daemon)")
             }
             throw VaultError(.io, "the Secret Service provider failed: \(error.message)")

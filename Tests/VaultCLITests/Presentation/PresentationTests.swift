@@ -52,6 +52,7 @@ import VaultCrypto
         (VaultError.Code.invalidInput, 64), (.corrupt, 65), (.tampered, 65), (.unsupportedVersion, 65),
         (.kdfOutsidePolicy, 65), (.rollbackDetected, 65), (.notFound, 66), (.alreadyExists, 73), (.io, 74),
         (.busy, 75), (.wrongKey, 77), (.invalidKey, 77), (.insecurePermissions, 77),
+        (.agentUnavailable, 69), (.busUnavailable, 69), (.deniedByRule, 77),
     ] as [(VaultError.Code, Int32)])
     func mapsEveryStoreCodeToItsDocumentedStatus(code: VaultError.Code, status: Int32) {
         #expect(VaultExitStatus.forCode(code) == status)

@@ -12,7 +12,8 @@ struct VaultCommand: ContextCommand {
         commandName: "vault",
         abstract: "Keep sign-in tokens and secrets safe on Linux, and bring the signed-in user back at start-up.",
         discussion: HelpText.rootDiscussion,
-        version: VaultVersion.current,
+        // No `version:`: argument-parser would give every subcommand a `--version` flag of its
+        // own, and `restore NAME --version N` takes a number. `CommandParser` answers `vault --version`.
         groupedSubcommands: commandGroups
     )
 

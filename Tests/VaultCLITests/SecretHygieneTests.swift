@@ -73,7 +73,9 @@ import TestScheduling
     /// v10 before `signin --browser` (exit statuses 71, 75 and 76 grew).
     /// v11 before issue 39's `history`, `restore`, `totp` and `generate`.
     /// v12 before `audit` (issue 39) and `import`'s Secret Service source (issue 37).
-    static let helpSnapshot = "help-80-columns-v13.txt"
+    /// v13 before the root's own `--version` (no longer in OPTIONS, so that subcommands do not
+    /// inherit it) and exit statuses 66/69/73 naming the Secret Service's helper, bus and name.
+    static let helpSnapshot = "help-80-columns-v14.txt"
 
     @Test func helpMatchesTheSnapshot() throws {
         let sandbox = try CLISandbox()
@@ -124,6 +126,23 @@ import TestScheduling
             #expect(changelog.contains("## [\(release)]"))
         }
         #expect(changelog.contains("## [0.1.0]"))
+    }
+
+    @Test func onlyTheRootAnswersVersionSoRestoreListsItsOwnOnce() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.cleanUp() }
+        let restore = try sandbox.run(["restore", "--help"])
+        #expect(restore.status == 0)
+        let options = restore.stdoutText.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("--version") }
+        #expect(options.count == 1, "\(restore.stdoutText)")
+        #expect(options.first?.contains("--version <N>") == true)
+        #expect(!restore.stdoutText.contains("Show the version."))
+        // Another subcommand has no --version at all; the root still prints the version alone.
+        #expect(!(try sandbox.run(["get", "--help"]).stdoutText.contains("--version")))
+        let version = try sandbox.run(["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdoutText == VaultVersion.current + "\n")
+        #expect(version.stderr.isEmpty)
     }
 
     @Test func everyExitStatusIsDocumentedInHelpAndInCLIDoc() throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CredentialVault
 
 /// Parses the command line into a command, without swift-argument-parser's completion-script
 /// probe when nothing on the command line can ask for a completion script, help or the version.
@@ -27,13 +28,19 @@ enum CommandParser {
     }
 
     /// Parses `arguments` (argv, argv[0] first) as a `VaultCommand` command line, fast when it can be.
+    /// - Throws: the parser's errors; `CleanExit` with the version for `vault --version`.
     static func parse(_ arguments: [String]) throws -> ParsableCommand {
         let words = Array(arguments.dropFirst())
+        if words.first == "--version" { throw versionRequest }
         if !mayAskTheParser(arguments), let fast = try? FastRoot.parseAsRoot(words), !(fast is FastRoot) {
             return fast
         }
         return try VaultCommand.parseAsRoot(words)
     }
+
+    /// `vault --version`, answered here rather than by argument-parser's `version:` (which every
+    /// subcommand would inherit): the version alone on standard output, exit 0, as before.
+    static var versionRequest: CleanExit { .message(VaultVersion.current) }
 
     /// The root for a fast parse: `VaultCommand`'s subcommands, no discussion, and a
     /// `_superCommandName`, which turns the completion-script probe off.

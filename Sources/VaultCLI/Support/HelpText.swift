@@ -55,7 +55,8 @@ enum HelpText {
             Secrets are read from standard input or typed at a prompt, never taken from arguments. \
             The key is the first of: --key-file, --passphrase-file, a running 'vault agent' holding the \
             vault unlocked (--no-agent skips it), $VAULT_KEY_FILE, $VAULT_PASSPHRASE, a prompt on the \
-            terminal. With none of them and no terminal, a command fails at once.
+            terminal. With none of them and no terminal, a command fails at once. 'vault --version' \
+            prints the version.
 
             ENVIRONMENT:
 

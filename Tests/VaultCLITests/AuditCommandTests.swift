@@ -21,13 +21,13 @@ import TestScheduling
 
         let records = try Self.records(world)
         // (Refusals and their rules: AuditLogTests; the command refuses reserved names before asking the agent.)
-        #expect(records.map { $0["op"] as? String } == ["get", "list", "add", "rm"])
+        #expect(records.map { $0["operation"] as? String } == ["get", "list", "add", "rm"])
         #expect(records.map { $0["entry"] as? String } == ["api", nil, "second", "second"])
         #expect(records.map { $0["decision"] as? String } == ["allowed", "allowed", "allowed", "allowed"])
         let caller = try #require(records.first?["caller"] as? [String: Any])
         #expect(caller["personality"] as? String == "vault")
         #expect((caller["executables"] as? [String])?.isEmpty == false)
-        #expect(records.allSatisfy { Set($0.keys) == ["seq", "time", "op", "entry", "owner", "caller", "decision", "rule"] })
+        #expect(records.allSatisfy { Set($0.keys) == ["seq", "time", "operation", "entry", "owner", "caller", "decision", "rule"] })
 
         let folder = world.sandbox.path(".local/state/vault/audit")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder)
@@ -75,7 +75,7 @@ import TestScheduling
         #expect(try world.vault(["get", "api"]).status == 0, "the agent goes on recording")
 
         let records = try Self.records(world)
-        #expect(records.map { $0["op"] as? String } == ["get", "get", "head-lost", "get"])
+        #expect(records.map { $0["operation"] as? String } == ["get", "get", "head-lost", "get"])
         let verify = try world.vault(["audit", "--verify"], environment: ["VAULT_PASSPHRASE": AgentCommandTests.passphrase])
         #expect(verify.status == 65, "\(verify.stdoutText)\(verify.stderrText)")
         #expect(verify.stderrText.contains("the audit log failed its check at record 3 (") && verify.stderrText.contains("head was missing"))

@@ -43,7 +43,7 @@ package struct AuditEvent: Sendable, Equatable {
         return .object([
             "seq": .integer(Int128(sequence)),
             "time": .string(ISO8601Timestamp.clampedString(from: time)),
-            "op": .string(operation),
+            "operation": .string(operation),
             "entry": entry.map { .string($0) } ?? .null,
             "owner": owner.map { .string($0) } ?? .null,
             "caller": caller,

@@ -55,7 +55,7 @@ package final class AuditLog: Sendable {
 
     static let macInfo = Array("vault/audit/v1".utf8)
     static let headInfo = Array("vault/audit-head/v2".utf8)
-    /// The `op` of the record the agent writes when it found the log without a head it could
+    /// The `operation` of the record the agent writes when it found the log without a head it could
     /// authenticate: `verify` reports that record as a failure.
     package static let headLostOperation = "head-lost"
     /// The HKDF label of the audit key (IKM: the vault's state key; salt: the vault id).
@@ -129,13 +129,13 @@ package final class AuditLog: Sendable {
         return written
     }
 
-    /// The marker record of a lost head: `op` "head-lost", no entry nor caller, `decision` "none",
+    /// The marker record of a lost head: `operation` "head-lost", no entry nor caller, `decision` "none",
     /// `rule` saying what was found.
     static func headLostRecord(sequence: UInt64, time: Date, reason: String) -> JSONValue {
         .object([
             "seq": .integer(Int128(sequence)),
             "time": .string(ISO8601Timestamp.clampedString(from: time)),
-            "op": .string(headLostOperation),
+            "operation": .string(headLostOperation),
             "entry": .null,
             "owner": .null,
             "caller": .null,

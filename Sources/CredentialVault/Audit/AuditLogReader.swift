@@ -10,8 +10,9 @@ package enum AuditLogReader {
         package let file: String
         /// Its line number in that file, from 1.
         package let lineNumber: Int
-        /// Its MAC and the previous line's.
+        /// Its MAC (`AuditLog.mac`: the audit key over the previous MAC and `json`).
         package let mac: [UInt8]
+        /// The previous line's MAC (32 zero bytes for the chain's first record).
         package let previous: [UInt8]
         /// The record's JSON bytes as written.
         package let json: [UInt8]
@@ -117,7 +118,7 @@ package enum AuditLogReader {
                     ? "the log starts here but the agent kept records from \(head.firstKept): records before it were removed, not rotated out"
                     : "the log starts here but the agent's oldest kept record is \(head.firstKept)")
             }
-            if case let .object(fields) = line.record, case let .string(operation)? = fields["op"], operation == AuditLog.headLostOperation {
+            if case let .object(fields) = line.record, case let .string(operation)? = fields["operation"], operation == AuditLog.headLostOperation {
                 let said: String = if case let .string(text)? = fields["rule"] { text } else { "the log's head was lost" }
                 throw bad("the agent wrote this record because \(said)")
             }

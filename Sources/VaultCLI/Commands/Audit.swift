@@ -95,7 +95,7 @@ extension VaultCommand {
                     if case let .string(value)? = fields[key] { return value }
                     return ""
                 }
-                let entry = text("entry").isEmpty ? (text("op") == "list" ? "(list)" : "") : text("entry")
+                let entry = text("entry").isEmpty ? (text("operation") == "list" ? "(list)" : "") : text("entry")
                 let owner = text("owner").isEmpty ? "" : " [\(text("owner"))]"
                 var caller = "unknown"
                 if case let .object(who)? = fields["caller"] {
@@ -107,7 +107,7 @@ extension VaultCommand {
                     let unit: String = if case let .string(value)? = who["unit"] { "; unit \(value)" } else { "" }
                     caller = "\(personality) (pid \(pid); \(chain)\(unit))"
                 }
-                return [text("time"), text("op"), entry + owner, text("decision"), caller, text("rule")]
+                return [text("time"), text("operation"), entry + owner, text("decision"), caller, text("rule")]
             }
             return TextLayout.table(header: ["TIME", "OP", "ENTRY", "DECISION", "CALLER", "RULE"], rows: rows)
         }

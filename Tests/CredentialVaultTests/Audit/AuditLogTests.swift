@@ -86,7 +86,7 @@ import VaultCrypto
         _ = world.handler.answer(.get(directory: world.directory, name: "session.oauth-client-secret", owner: ""), requester: Self.caller)
 
         let records = try world.records()
-        #expect(records.map { Self.text($0["op"]) } == ["get", "list", "add", "rm", "get", "get"])
+        #expect(records.map { Self.text($0["operation"]) } == ["get", "list", "add", "rm", "get", "get"])
         #expect(records.map { Self.text($0["entry"]) } == ["api", nil, "new", "new", "private-key", "session.oauth-client-secret"])
         #expect(records.map { Self.text($0["decision"]) } == ["allowed", "allowed", "allowed", "allowed", "refused", "refused"])
         #expect(Self.text(records[4]["rule"])?.contains("rule 2 (deny private-key)") == true)
@@ -261,7 +261,7 @@ import VaultCrypto
         try FileManager.default.removeItem(atPath: world.auditFolder + "/\(world.vaultID).head")
         Self.nextWrite(world)
         let records = try world.records()
-        #expect(records.map { Self.text($0["op"]) } == ["get", "list", "add", AuditLog.headLostOperation, "get"])
+        #expect(records.map { Self.text($0["operation"]) } == ["get", "list", "add", AuditLog.headLostOperation, "get"])
         let error = expectVaultError(.tampered) { try world.verify() }
         #expect(error?.message.contains("the audit log failed its check at record 4 (") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("head was missing") == true)

@@ -14,26 +14,10 @@ struct HistorySection: Sendable, Equatable {
     var isEmpty: Bool { limit == HistoryPolicy.defaultLimit && records.isEmpty }
 
     /// Binary search for a record.
-    func index(of key: EntryKey) -> Int? {
-        var low = 0, high = records.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let candidate = records[mid].key
-            if candidate == key { return mid }
-            if candidate < key { low = mid + 1 } else { high = mid - 1 }
-        }
-        return nil
-    }
+    func index(of key: EntryKey) -> Int? { records.position(of: key) }
 
     /// Where a record for `key` is or would be inserted.
-    func insertionIndex(of key: EntryKey) -> Int {
-        var low = 0, high = records.count
-        while low < high {
-            let mid = (low + high) / 2
-            if records[mid].key < key { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
+    func insertionIndex(of key: EntryKey) -> Int { records.insertionPosition(of: key) }
 }
 
 /// The history of one entry key: the number and writer of its latest value, and its kept versions.
@@ -67,13 +51,7 @@ struct SealedVersion: Sendable, Equatable {
     /// "vault/v3/history" ‖ vault id ‖ owner ‖ name ‖ version: a version cannot move to another
     /// entry, vault or number, nor pass for an entry's value (whose AAD and key differ).
     static func aad(vaultID: [UInt8], owner: String, name: String, version: UInt32) -> [UInt8] {
-        var writer = ByteWriter(capacity: 64 + owner.utf8.count + name.utf8.count)
-        writer.append(contentsOf: VaultFileLayout.historyInfo)
-        writer.append(contentsOf: vaultID)
-        writer.append(UInt16(owner.utf8.count))
-        writer.append(contentsOf: owner.utf8)
-        writer.append(UInt16(name.utf8.count))
-        writer.append(contentsOf: name.utf8)
+        var writer = SealedEntry.entryBinding(VaultFileLayout.historyInfo, vaultID: vaultID, owner: owner, name: name)
         writer.append(version)
         return writer.bytes
     }
@@ -108,106 +86,5 @@ struct SealedVersion: Sendable, Equatable {
         copy.ciphertext = box.ciphertext
         copy.tag = box.tag
         return copy
-    }
-}
-
-/// Encodes and strictly decodes the history section (it follows the entries in the index plaintext).
-enum HistoryCodec {
-    /// At most this many records (entry keys with a history), a bound before allocating.
-    static let maximumRecords = 2 * VaultLimits.maximumEntries
-
-    static func append(_ section: HistorySection, to writer: inout ByteWriter) {
-        writer.append(UInt16(section.limit))
-        writer.append(UInt32(section.records.count))
-        for record in section.records {
-            appendString(record.owner, to: &writer)
-            appendString(record.name, to: &writer)
-            writer.append(record.lastVersion)
-            appendString(record.lastWriter, to: &writer)
-            writer.append(UInt16(record.versions.count))
-            for version in record.versions {
-                writer.append(version.version)
-                writer.append(version.kind.code)
-                var flags: UInt8 = 0
-                if version.label != nil { flags |= VaultFileLayout.flagHasLabel }
-                if version.expiresMilliseconds != nil { flags |= VaultFileLayout.flagHasExpiry }
-                if version.transferable { flags |= VaultFileLayout.flagTransferable }
-                writer.append(flags)
-                if let label = version.label { appendString(label, to: &writer) }
-                writer.append(version.writtenMilliseconds)
-                writer.append(version.replacedMilliseconds)
-                if let expires = version.expiresMilliseconds { writer.append(expires) }
-                appendString(version.writer, to: &writer)
-                writer.append(UInt32(version.ciphertext.count))
-                writer.append(contentsOf: version.nonce)
-                writer.append(contentsOf: version.ciphertext)
-                writer.append(contentsOf: version.tag)
-            }
-        }
-    }
-
-    private static func appendString(_ text: String, to writer: inout ByteWriter) {
-        writer.append(UInt16(text.utf8.count))
-        writer.append(contentsOf: text.utf8)
-    }
-
-    /// Reads the section: limit in range, records strictly ascending by key, versions strictly
-    /// ascending, numbered 1 … last version, no more than the limit, values within the caps.
-    static func read(_ reader: inout ByteReader, _ corrupt: (String) -> VaultError) throws -> HistorySection {
-        let limit = Int(try reader.readUInt16())
-        guard limit <= HistoryPolicy.maximumLimit else { throw corrupt("history limit \(limit) out of range") }
-        let count = Int(try reader.readUInt32())
-        guard count <= maximumRecords else { throw corrupt("\(count) history records exceed the cap") }
-        var records: [HistoryRecord] = []
-        for _ in 0..<count {
-            let owner = try readString(&reader, cap: VaultLimits.maximumNameBytes, allowEmpty: true, what: "history owner", corrupt)
-            let name = try readString(&reader, cap: VaultLimits.maximumNameBytes, allowEmpty: false, what: "history name", corrupt)
-            let lastVersion = try reader.readUInt32()
-            guard lastVersion >= 1 else { throw corrupt("history record without a version") }
-            let lastWriter = try readString(&reader, cap: EntryWriter.maximumBytes, allowEmpty: true, what: "writer", corrupt)
-            let versionCount = Int(try reader.readUInt16())
-            guard versionCount <= limit else { throw corrupt("more history versions than the limit") }
-            var versions: [SealedVersion] = []
-            for _ in 0..<versionCount {
-                let number = try reader.readUInt32()
-                guard number >= 1, number <= lastVersion, number > (versions.last?.version ?? 0) else {
-                    throw corrupt("history versions out of order")
-                }
-                let kindCode = try reader.readUInt8()
-                guard let kind = EntryKind(code: kindCode) else { throw corrupt("unknown entry kind \(kindCode)") }
-                let flags = try reader.readUInt8()
-                let known = VaultFileLayout.flagHasLabel | VaultFileLayout.flagHasExpiry | VaultFileLayout.flagTransferable
-                guard flags & ~known == 0 else { throw corrupt("unknown history flags") }
-                let label = flags & VaultFileLayout.flagHasLabel != 0
-                    ? try readString(&reader, cap: VaultLimits.maximumLabelBytes, allowEmpty: true, what: "label", corrupt) : nil
-                let written = try reader.readInt64()
-                let replaced = try reader.readInt64()
-                let expires = flags & VaultFileLayout.flagHasExpiry != 0 ? try reader.readInt64() : nil
-                let writer = try readString(&reader, cap: EntryWriter.maximumBytes, allowEmpty: true, what: "writer", corrupt)
-                let length = Int(try reader.readUInt32())
-                guard length <= VaultLimits.maximumSecretBytes else { throw corrupt("history value larger than the cap") }
-                let nonce = Array(try reader.readBytes(VaultFileLayout.nonceByteCount))
-                let ciphertext = Array(try reader.readBytes(length))
-                let tag = Array(try reader.readBytes(VaultFileLayout.tagByteCount))
-                versions.append(SealedVersion(version: number, kind: kind, label: label, expiresMilliseconds: expires,
-                                              transferable: flags & VaultFileLayout.flagTransferable != 0,
-                                              writtenMilliseconds: written, replacedMilliseconds: replaced, writer: writer,
-                                              nonce: nonce, ciphertext: ciphertext, tag: tag))
-            }
-            let record = HistoryRecord(owner: owner, name: name, lastVersion: lastVersion, lastWriter: lastWriter, versions: versions)
-            if let previous = records.last, !(previous.key < record.key) { throw corrupt("history records out of order or duplicated") }
-            records.append(record)
-        }
-        return HistorySection(limit: limit, records: records)
-    }
-
-    private static func readString(_ reader: inout ByteReader, cap: Int, allowEmpty: Bool, what: String,
-                                   _ corrupt: (String) -> VaultError) throws -> String {
-        let length = Int(try reader.readUInt16())
-        guard length <= cap, allowEmpty || length > 0 else { throw corrupt("\(what) length \(length) out of range") }
-        let bytes = try reader.readBytes(length)
-        let string = String(decoding: bytes, as: UTF8.self)
-        guard string.utf8.elementsEqual(bytes) else { throw corrupt("\(what) is not valid UTF-8") }
-        return string
     }
 }

@@ -147,14 +147,14 @@ enum IndexCodec {
         entries.reserveCapacity(count)
         var expectedOffset: UInt64 = 0
         for _ in 0..<count {
-            let owner = try readString(&reader, cap: VaultLimits.maximumNameBytes, allowEmpty: true, what: "owner", corrupt)
-            let name = try readString(&reader, cap: VaultLimits.maximumNameBytes, allowEmpty: false, what: "name", corrupt)
+            let owner = try reader.readLengthPrefixedString(cap: VaultLimits.maximumNameBytes, allowEmpty: true, what: "owner", corrupt)
+            let name = try reader.readLengthPrefixedString(cap: VaultLimits.maximumNameBytes, allowEmpty: false, what: "name", corrupt)
             let kindCode = try reader.readUInt8()
             guard let kind = EntryKind(code: kindCode) else { throw corrupt("unknown entry kind \(kindCode)") }
             let flags = try reader.readUInt8()
             guard flags & ~VaultFileLayout.knownEntryFlags == 0 else { throw corrupt("unknown entry flags") }
             let label = flags & VaultFileLayout.flagHasLabel != 0
-                ? try readString(&reader, cap: VaultLimits.maximumLabelBytes, allowEmpty: true, what: "label", corrupt) : nil
+                ? try reader.readLengthPrefixedString(cap: VaultLimits.maximumLabelBytes, allowEmpty: true, what: "label", corrupt) : nil
             let created = try reader.readInt64()
             let updated = try reader.readInt64()
             let expires = flags & VaultFileLayout.flagHasExpiry != 0 ? try reader.readInt64() : nil
@@ -193,9 +193,9 @@ enum IndexCodec {
         attributes.reserveCapacity(count)
         var previousName: String?
         for _ in 0..<count {
-            let name = try readString(&reader, cap: VaultLimits.maximumAttributeNameBytes, allowEmpty: false,
+            let name = try reader.readLengthPrefixedString(cap: VaultLimits.maximumAttributeNameBytes, allowEmpty: false,
                                       what: "attribute name", corrupt)
-            let value = try readString(&reader, cap: VaultLimits.maximumAttributeValueBytes, allowEmpty: true,
+            let value = try reader.readLengthPrefixedString(cap: VaultLimits.maximumAttributeValueBytes, allowEmpty: true,
                                        what: "attribute value", corrupt)
             guard !name.utf8.contains(0), !value.utf8.contains(0) else { throw corrupt("attribute holds a NUL byte") }
             if let previousName, !previousName.utf8.lexicographicallyPrecedes(name.utf8) {
@@ -206,17 +206,5 @@ enum IndexCodec {
             previousName = name
         }
         return attributes
-    }
-
-    private static func readString(_ reader: inout ByteReader, cap: Int, allowEmpty: Bool, what: String,
-                                   _ corrupt: (String) -> VaultError) throws -> String {
-        let length = Int(try reader.readUInt16())
-        guard length <= cap, allowEmpty || length > 0 else { throw corrupt("\(what) length \(length) out of range") }
-        let bytes = try reader.readBytes(length)
-        // Decoding repairs invalid UTF-8 with U+FFFD, so the bytes round-trip exactly only when
-        // they were valid. (Faster than String(validating:as:), which is not specialised here.)
-        let string = String(decoding: bytes, as: UTF8.self)
-        guard string.utf8.elementsEqual(bytes) else { throw corrupt("\(what) is not valid UTF-8") }
-        return string
     }
 }

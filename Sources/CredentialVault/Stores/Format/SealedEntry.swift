@@ -37,14 +37,19 @@ struct SealedEntry: Sendable, Equatable {
 
     /// The AAD of the value: label ‖ vault id ‖ owner ‖ name, so a value cannot move to another entry or vault.
     static func valueAAD(vaultID: [UInt8], owner: String, name: String) -> [UInt8] {
+        entryBinding(VaultFileLayout.valueAADPrefix, vaultID: vaultID, owner: owner, name: name).bytes
+    }
+
+    /// `label` ‖ vault id ‖ owner ‖ name (owner and name length-prefixed): what binds a sealed
+    /// value to its entry and vault, shared by the entries' values (`valueAAD`) and their kept
+    /// versions (`SealedVersion.aad`, which appends the version number).
+    static func entryBinding(_ label: [UInt8], vaultID: [UInt8], owner: String, name: String) -> ByteWriter {
         var writer = ByteWriter(capacity: 64 + owner.utf8.count + name.utf8.count)
-        writer.append(contentsOf: VaultFileLayout.valueAADPrefix)
+        writer.append(contentsOf: label)
         writer.append(contentsOf: vaultID)
-        writer.append(UInt16(owner.utf8.count))
-        writer.append(contentsOf: owner.utf8)
-        writer.append(UInt16(name.utf8.count))
-        writer.append(contentsOf: name.utf8)
-        return writer.bytes
+        writer.appendLengthPrefixed(owner)
+        writer.appendLengthPrefixed(name)
+        return writer
     }
 
     /// Seals `secret` for the entry (owner, name) with a fresh random nonce.

@@ -15,24 +15,8 @@ struct VaultImage: Sendable {
     var history: HistorySection? = nil
 
     /// Binary search for an entry.
-    func index(of key: EntryKey) -> Int? {
-        var low = 0, high = entries.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let candidate = entries[mid].key
-            if candidate == key { return mid }
-            if candidate < key { low = mid + 1 } else { high = mid - 1 }
-        }
-        return nil
-    }
+    func index(of key: EntryKey) -> Int? { entries.position(of: key) }
 
     /// Where `key` is or would be inserted.
-    func insertionIndex(of key: EntryKey) -> Int {
-        var low = 0, high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if entries[mid].key < key { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
+    func insertionIndex(of key: EntryKey) -> Int { entries.insertionPosition(of: key) }
 }

@@ -198,7 +198,13 @@ extension SecretServiceProviderTests {
         let status = (try? String(contentsOfFile: "/proc/\(world.agent?.processIdentifier ?? 0)/status", encoding: .utf8)) ?? ""
         let resident = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
             .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        #expect(resident > 0 && resident < 200_000, "agent resident memory \(resident) kB")
+        // AddressSanitizer's shadow memory and quarantine (scripts/sanitize) multiply the resident
+        // set: the bound is checked in the uninstrumented runs only.
+        if ProcessInfo.processInfo.environment["VAULT_SANITIZER"] == nil {
+            #expect(resident > 0 && resident < 200_000, "agent resident memory \(resident) kB")
+        } else {
+            #expect(resident > 0, "agent resident memory \(resident) kB")
+        }
     }
 
     /// All in-memory collections together hold at most `maximumMemoryBytes`: past it CreateItem

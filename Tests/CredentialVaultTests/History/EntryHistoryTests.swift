@@ -251,7 +251,9 @@ import VaultCrypto
         // (A cut followed by zero padding can read as a shorter, well-formed section: the index's
         // AEAD is what stops a cut in a real file; here the codec must only never crash nor return
         // the same history.)
-        for cut in sectionStart..<unpadded.count {
+        // A cut of trailing bytes that are zero (a random tag may end in 0x00) pads back to the very
+        // same bytes: that is no cut at all, so it is skipped rather than expected to differ.
+        for cut in sectionStart..<unpadded.count where padded(Array(unpadded[..<cut])) != padded(unpadded) {
             if let other = try? IndexCodec.decodeV2(padded(Array(unpadded[..<cut])), vaultID: image.vaultID, valuesRegion: region(values),
                                                     regionOverhead: 32, hasHistory: true, path: nil) {
                 #expect(other.history != history)

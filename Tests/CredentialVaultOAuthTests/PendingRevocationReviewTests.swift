@@ -60,12 +60,14 @@ extension RealServerSessionAPITests {
                                      configuration: SessionConfiguration(lockTimeout: .milliseconds(300)))
         _ = await session.restore()
         try await session.signIn(user: User(id: "alice", onboardingComplete: true), credentials: try server.passwordGrant())
-        // The revocation endpoint answers after 10 s, cut at 2 s: meanwhile this test takes the
+        // The revocation endpoint answers after 10 s, cut at 6 s: meanwhile this test takes the
         // vault's lock, once the sign-out's wipe is done (polled), so that keeping the tokens is busy.
+        // (6 s, not less: on two loaded cores the polling reads alone took over 2 s, and the tokens
+        // were then kept before the lock was taken.)
         let slow = try OAuthClient(configuration: OAuthConfiguration(
             issuer: try server.issuer, endpoints: OAuthEndpoints(revocation: try server.standIn.appendingPathComponent("slow/revoke-\(UUID().uuidString)")),
             clientID: try server.string("confidential_client_id"), authentication: .clientSecretBasic(try server.secret("confidential")),
-            requestTimeout: .seconds(2), retry: .never))
+            requestTimeout: .seconds(6), retry: .never))
         defer { Task { try? await slow.shutdown() } }
         let signingOut = Task { try await session.signOut(revokingWith: slow) }
         var wiped = false

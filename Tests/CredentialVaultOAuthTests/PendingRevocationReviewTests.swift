@@ -62,8 +62,8 @@ extension RealServerSessionAPITests {
         try await session.signIn(user: User(id: "alice", onboardingComplete: true), credentials: try server.passwordGrant())
         // The revocation endpoint answers after 10 s, cut at 6 s: meanwhile this test takes the
         // vault's lock, once the sign-out's wipe is done (polled), so that keeping the tokens is busy.
-        // (6 s, not less: on two loaded cores the polling reads alone took over 2 s, and the tokens
-        // were then kept before the lock was taken.)
+        // (6 s, not 2: on two loaded cores the test sometimes took the lock too late, and the
+        // tokens were kept before it.)
         let slow = try OAuthClient(configuration: OAuthConfiguration(
             issuer: try server.issuer, endpoints: OAuthEndpoints(revocation: try server.standIn.appendingPathComponent("slow/revoke-\(UUID().uuidString)")),
             clientID: try server.string("confidential_client_id"), authentication: .clientSecretBasic(try server.secret("confidential")),

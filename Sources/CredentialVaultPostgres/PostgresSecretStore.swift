@@ -52,7 +52,8 @@ public final class PostgresSecretStore: Sendable {
     public let storeName: String
     let configuration: PostgresStoreConfiguration
     let options: Options
-    let client: PostgresClient
+    /// The pool of whichever configured host is the primary (`PostgresPrimarySelection`).
+    let client: PostgresPrimaryClient
     let vaultID: [UInt8]
     let keys: PostgresDataKeys
     private let runner: Task<Void, Never>
@@ -70,7 +71,7 @@ public final class PostgresSecretStore: Sendable {
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
 
-    private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresClient,
+    private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresPrimaryClient,
                  runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64, remembered: UInt64 = 0) {
         self.storeName = configuration.storeName
         self.configuration = configuration
@@ -199,19 +200,31 @@ public final class PostgresSecretStore: Sendable {
         }
     }
 
+    /// The store's client and the task that runs it (cancel it to close): the hosts'
+    /// `PostgresPrimarySelection`, which reaches each host through a pool of its own.
     static func makeClient(_ configuration: PostgresStoreConfiguration,
-                                   options: Options) -> (PostgresClient, Task<Void, Never>) {
+                           options: Options) -> (PostgresPrimaryClient, Task<Void, Never>) {
+        let logger = options.logger
+        let selection = PostgresPrimarySelection(configuration: configuration, logger: logger) { endpoint in
+            makeEndpointClient(configuration, endpoint: endpoint,
+                               tls: endpoint.transport == .plainLoopback ? .disable : .require(.makeClientConfiguration()),
+                               logger: logger)
+        }
+        let runner = Task { await selection.run() }
+        return (selection.client, runner)
+    }
+
+    /// A connection pool (not yet running) to one of the configuration's hosts.
+    static func makeEndpointClient(_ configuration: PostgresStoreConfiguration, endpoint: PostgresStoreConfiguration.Endpoint,
+                                   tls: PostgresClient.Configuration.TLS, logger: Logger) -> PostgresClient {
         var pgConfiguration = PostgresClient.Configuration(
-            host: configuration.connectionHost, port: configuration.port, username: configuration.username,
+            host: endpoint.connectionHost, port: endpoint.port, username: configuration.username,
             password: configuration.password.map { bytes in bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } },
-            database: configuration.database,
-            tls: configuration.transport == .plainLoopback ? .disable : .require(.makeClientConfiguration()))
+            database: configuration.database, tls: tls)
         pgConfiguration.options.maximumConnections = max(1, configuration.maximumConnections)
         pgConfiguration.options.connectTimeout = configuration.connectTimeout
         pgConfiguration.options.keepAliveBehavior = nil
-        let client = PostgresClient(configuration: pgConfiguration, backgroundLogger: options.logger)
-        let runner = Task { await client.run() }
-        return (client, runner)
+        return PostgresClient(configuration: pgConfiguration, backgroundLogger: logger)
     }
 
     /// Creates the tables unless they are there. Only the first store of a database takes the
@@ -377,9 +390,34 @@ public final class PostgresSecretStore: Sendable {
         highestGeneration.withLock { $0 = max($0, state.generation) }
     }
 
-    /// Runs `body` with this store's timeout and error mapping.
-    func guarding<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, body)
+    /// Runs `body` with this store's timeout and error mapping. A failure that lost the primary
+    /// (the server went away, answered as a standby, refused a write as read-only) has the next
+    /// operation probe the hosts again; a read (`retryingRead`) is sent once more, within the same
+    /// deadline, to the primary found then. A write is not retried: one cut off may have committed,
+    /// so the caller sees `.serverUnavailable` and its next call goes to the new primary.
+    func guarding<T: Sendable>(retryingRead: Bool = false, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let selection = client.selection
+        let attempt: @Sendable () async throws -> T = {
+            do {
+                return try await body()
+            } catch where PostgresPrimarySelection.lostPrimary(error) {
+                selection.markStale()
+                throw selection.unavailable(after: error)
+            }
+        }
+        do {
+            return try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+                guard retryingRead else { return try await attempt() }
+                do {
+                    return try await attempt()
+                } catch where PostgresPrimarySelection.lostPrimary(error) {
+                    return try await attempt()
+                }
+            }
+        } catch let error as VaultError where error.code == .serverUnavailable {
+            selection.markStale()
+            throw error
+        }
     }
 }
 

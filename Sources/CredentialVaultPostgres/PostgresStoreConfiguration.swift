@@ -9,10 +9,12 @@ import VaultCrypto
 
 /// Where a PostgreSQL-backed vault lives and how to reach it.
 ///
-/// Built from a `postgres://user@host:port/database` URL. The URL carries no password: the
-/// password comes from `PGPASSWORD`, from the `PGPASSFILE` (default `~/.pgpass`) line that
-/// matches host, port, database and user, or from a file named by the app, so it is never in
-/// argv. TLS is required except for loopback addresses.
+/// Built from a `postgres://user@host:port/database` URL, or libpq's list of several hosts
+/// `postgres://user@h1:p1,h2:p2/database` (the store uses whichever is the primary). The URL
+/// carries no password: the password comes from `PGPASSWORD`, from the `PGPASSFILE` (default
+/// `~/.pgpass`) line that matches the first host, port, database and user, or from a file named
+/// by the app, so it is never in argv; the same password is sent to every host. TLS is
+/// required except for loopback addresses (decided for each host).
 public struct PostgresStoreConfiguration: Sendable {
     /// How the connection is protected.
     public enum Transport: Sendable, Equatable {
@@ -22,18 +24,15 @@ public struct PostgresStoreConfiguration: Sendable {
         case plainLoopback
     }
 
-    /// The server's host name or address.
-    public var host: String
-    /// The server's port.
-    public var port: Int
+    /// The servers, in the URL's order: the store uses the one that answers as the primary (not
+    /// in recovery; `PostgresPrimarySelection`). `host`, `port` and `transport` are the first one's.
+    public var endpoints: [Endpoint]
     /// The database user.
     public var username: String
     /// The database.
     public var database: String
     /// The password, if the server needs one. Never printed.
     public var password: SecureBytes?
-    /// TLS or (loopback only) plain.
-    public var transport: Transport
     /// Which vault in the database: several services can share one database, each with its own
     /// store name and key. The store name is the only plaintext name the database holds.
     public var storeName: String
@@ -42,13 +41,14 @@ public struct PostgresStoreConfiguration: Sendable {
     /// How long to wait for a connection before the store reports the server unavailable.
     public var connectTimeout: Duration = .seconds(5)
 
-    /// Parses `postgres://user@host[:port]/database`. A password in the URL is refused (it would
-    /// end up in argv or shell history); a non-loopback host gets `.tlsRequired`.
+    /// Parses `postgres://user@host[:port][,host[:port]…]/database`. A password in the URL is
+    /// refused (it would end up in argv or shell history); a non-loopback host gets `.tlsRequired`.
     /// - Parameters:
     ///   - url: The server's URL.
     ///   - storeName: Which vault in the database (default `default`).
     ///   - environment: Where `PGPASSWORD` and `PGPASSFILE` are read (default: the process's).
-    /// - Throws: `.invalidInput` for a malformed URL or one with a password.
+    /// - Throws: `.invalidInput` for a malformed URL (an empty host list item, a bad port) or one
+    ///   with a password.
     public init(url: String, storeName: String = "default",
                 environment: [String: String] = PostgresStoreConfiguration.processEnvironment()) throws {
         func invalid(_ why: String) -> VaultError {
@@ -68,25 +68,13 @@ public struct PostgresStoreConfiguration: Sendable {
         guard let slash = hostPart.firstIndex(of: "/") else { throw invalid("names no database") }
         let database = hostPart[hostPart.index(after: slash)...]
         guard !database.isEmpty, !database.contains("/") else { throw invalid("names no database") }
-        var hostAndPort = hostPart[..<slash]
-        var port = 5432
-        if let colon = hostAndPort.lastIndex(of: ":"), !hostAndPort.hasSuffix("]") {
-            guard let parsed = Int(hostAndPort[hostAndPort.index(after: colon)...]), (1...65535).contains(parsed) else {
-                throw invalid("has an invalid port")
-            }
-            port = parsed
-            hostAndPort = hostAndPort[..<colon]
-        }
-        var host = String(hostAndPort)
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw invalid("names no host") }
-        self.host = host
-        self.port = port
+        let endpoints: [Endpoint]
+        do { endpoints = try Self.parseEndpoints(hostPart[..<slash]) } catch { throw invalid(error.reason) }
+        self.endpoints = endpoints
         self.username = String(user)
         self.database = String(database)
         self.storeName = storeName
-        self.transport = Self.isLoopback(host) ? .plainLoopback : .tlsRequired
-        self.password = Self.password(host: host, port: port, database: String(database), user: String(user),
+        self.password = Self.password(host: endpoints[0].host, port: endpoints[0].port, database: String(database), user: String(user),
                                       environment: environment)
     }
 
@@ -109,10 +97,6 @@ public struct PostgresStoreConfiguration: Sendable {
     public static func isLoopback(_ host: String) -> Bool {
         LoopbackHost.isLoopback(host)
     }
-
-    /// The host to connect to: for loopback the IP literal itself (`localhost` → 127.0.0.1, no
-    /// name lookup), else the host as given (TLS checks its certificate).
-    public var connectionHost: String { LoopbackHost.address(host) ?? host }
 
     /// `PGPASSWORD`, else the first matching `PGPASSFILE` line (`host:port:database:user:password`,
     /// `*` matches anything, `\:` and `\\` escaped), as libpq reads it.

@@ -1,0 +1,72 @@
+import Logging
+import PostgresNIO
+
+/// The store's client: each call goes to the pool of the current primary
+/// (`PostgresPrimarySelection`), probing the hosts first when there is none or it was lost, and
+/// a failure that means the primary was lost marks it so for the next call.
+///
+/// It has the calls of `PostgresClient` the store makes, with the same signatures, so that the
+/// store's statements read the same as with one server. Errors are `PostgresClient`'s, except a
+/// write refused as read-only (a standby), which becomes `.serverUnavailable`.
+struct PostgresPrimaryClient: Sendable {
+    let selection: PostgresPrimarySelection
+
+    /// Runs `closure` in a transaction on the primary (as `PostgresClient.withTransaction`).
+    func withTransaction<Result>(
+        logger: Logger,
+        file: String = #file,
+        line: Int = #line,
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let client = try await selection.primary()
+        do {
+            return try await client.withTransaction(logger: logger, file: file, line: line, isolation: isolation, closure)
+        } catch {
+            throw lost(error)
+        }
+    }
+
+    /// Runs `closure` with a connection to the primary (as `PostgresClient.withConnection`).
+    func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let client = try await selection.primary()
+        do {
+            return try await client.withConnection(isolation: isolation, closure)
+        } catch {
+            throw lost(error)
+        }
+    }
+
+    /// Sends `query` to the primary (as `PostgresClient.query`).
+    func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line)
+        async throws -> PostgresRowSequence {
+        let client = try await selection.primary()
+        do {
+            return try await client.query(query, logger: logger, file: file, line: line)
+        } catch {
+            throw lost(error)
+        }
+    }
+
+    /// Executes a prepared statement on the primary (as `PostgresClient.execute`).
+    func execute<Statement: PostgresPreparedStatement, Row>(
+        _ preparedStatement: Statement, logger: Logger? = nil, file: String = #fileID, line: Int = #line
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        let client = try await selection.primary()
+        do {
+            return try await client.execute(preparedStatement, logger: logger, file: file, line: line)
+        } catch {
+            throw lost(error)
+        }
+    }
+
+    /// Marks the primary lost when `error` says so, and returns what the caller should see.
+    private func lost(_ error: any Error) -> any Error {
+        guard PostgresPrimarySelection.lostPrimary(error) else { return error }
+        selection.markStale()
+        return selection.unavailable(after: error)
+    }
+}

@@ -1,0 +1,150 @@
+@testable import CredentialVaultPostgres
+import CredentialVault
+import Foundation
+import Testing
+import TestScheduling
+import VaultCrypto
+
+/// Issue 38, 3c: a streaming-replication standby (`scripts/postgres-server standby`: pg_basebackup
+/// -R, synchronous_standby_names '*', synchronous_commit on) promoted while writes run, and a
+/// lagging hot standby. The store is given both hosts in one libpq URL and finds the primary by
+/// itself; it never reads from a standby. Each test has a primary and a standby of its own.
+@Suite("PostgreSQL failover to a promoted standby", .blockingWork, .serialized,
+       .enabled(if: PostgresServer.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"))
+struct PostgresFailoverTests {
+    /// 10 s per operation and 2 s per connection attempt: the failover happens within a test's minute.
+    static func options() -> PostgresSecretStore.Options { PostgresServer.options(timeout: .seconds(10)) }
+
+    static func configuration(_ url: String, storeName: String) throws -> PostgresStoreConfiguration {
+        var configuration = try PostgresServer.configuration(url: url, storeName: storeName)
+        configuration.connectTimeout = .seconds(2)
+        return configuration
+    }
+
+    @Test("writers on [primary, standby]: the primary stopped -m immediate, the standby promoted, writes resume and every acknowledged one is there",
+          .timeLimit(.minutes(1)))
+    func aPromotedStandbyIsFoundAndHoldsEveryAcknowledgedWrite() async throws {
+        let primary = try PrivatePostgresServer()
+        defer { primary.cleanUp() }
+        let standby = try PrivatePostgresStandby(of: primary)
+        defer { standby.cleanUp() }
+        let both = primary.url(ports: [try primary.port, standby.port])
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(configuration: try Self.configuration(both, storeName: "failover"),
+                                                         key: key, options: Self.options())
+        #expect(store.client.selection.currentEndpointIndex == 0)
+
+        let log = WriteLog()
+        let stop = Flag()
+        let writers = (0..<4).map { writer in
+            Task {
+                var index = 0
+                while !stop.isSet, index < 10_000 {
+                    let name = "w\(writer)-\(index)"
+                    index += 1
+                    do {
+                        try await store.put(NewEntry(name: name, secret: SecureBytes("value of " + name), kind: .password))
+                        log.acknowledge(name)
+                    } catch let error as VaultError where error.code == .serverUnavailable {
+                        // Not retried: cut off, it may or may not have committed. The next put finds the primary.
+                        try? await Task.sleep(for: .milliseconds(50))
+                    } catch {
+                        log.unexpected(error)
+                    }
+                }
+            }
+        }
+        try await waitUntil(seconds: 20, "20 writes acknowledged by the first primary") { log.count >= 20 }
+        try primary.stop(mode: "immediate")
+        let acknowledgedBeforeStop = log.names
+        try standby.promote()
+        let atPromotion = log.count
+        try await waitUntil(seconds: 25, "20 writes acknowledged after the promotion") { log.count >= atPromotion + 20 }
+        stop.set()
+        for writer in writers { await writer.value }
+
+        #expect(log.unexpectedErrors.isEmpty, "\(log.unexpectedErrors)")
+        #expect(store.client.selection.currentEndpointIndex == 1)
+        // Every write acknowledged (before the stop, and after the promotion) is on the new primary,
+        // read by a store given only that host.
+        let promoted = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "failover"),
+                                                          key: key, options: Self.options())
+        #expect(acknowledgedBeforeStop.count >= 20)
+        for name in log.names {
+            #expect(try await promoted.secret(named: name) == SecureBytes("value of " + name), "\(name)")
+        }
+        // The store that lived through the failover reads from the new primary too.
+        for name in acknowledgedBeforeStop.prefix(5) {
+            #expect(try await store.secret(named: name) == SecureBytes("value of " + name), "\(name)")
+        }
+        await promoted.close()
+        await store.close()
+    }
+
+    @Test("a lagging hot standby: [standby, primary] reads the new value from the primary; the standby alone is refused",
+          .timeLimit(.minutes(1)))
+    func aLaggingStandbyNeverAnswersAsCurrent() async throws {
+        let primary = try PrivatePostgresServer()
+        defer { primary.cleanUp() }
+        let standby = try PrivatePostgresStandby(of: primary)
+        defer { standby.cleanUp() }
+        let key = try PostgresServer.newKey()
+        let writer = try await PostgresSecretStore.create(configuration: try Self.configuration(primary.url, storeName: "lagging"),
+                                                          key: key, options: Self.options())
+        try await writer.put(NewEntry(name: "token", secret: SecureBytes("old"), kind: .password))
+        try await waitUntil(seconds: 20, "the standby replayed the first write") {
+            (try? PostgresServer.psql("SELECT count(*) FROM vault_entries", url: standby.url)) == "1"
+        }
+        try PostgresServer.psql("SELECT pg_wal_replay_pause()", url: standby.url)
+        try await waitUntil(seconds: 20, "the standby's replay paused") {
+            (try? PostgresServer.psql("SELECT pg_get_wal_replay_pause_state()", url: standby.url)) == "paused"
+        }
+        try await writer.put(NewEntry(name: "token", secret: SecureBytes("new"), kind: .password))
+        let digest = "SELECT encode(sha256(sealed), 'hex') FROM vault_entries"
+        #expect(try PostgresServer.psql(digest, url: standby.url) != PostgresServer.psql(digest, url: primary.url),
+                "the standby still holds the old row")
+
+        let standbyFirst = try await PostgresSecretStore.open(
+            configuration: try Self.configuration(primary.url(ports: [standby.port, try primary.port]), storeName: "lagging"),
+            key: key, options: Self.options())
+        #expect(try await standbyFirst.secret(named: "token") == SecureBytes("new"))
+        #expect(standbyFirst.client.selection.currentEndpointIndex == 1)
+        await standbyFirst.close()
+        await writer.close()
+
+        do {
+            let standbyOnly = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "lagging"),
+                                                                 key: key, options: Self.options())
+            let read = (try? await standbyOnly.secret(named: "token")) != nil
+            await standbyOnly.close()
+            Issue.record("a store given only the standby opened\(read ? " and read the entry" : "")")
+        } catch let error as VaultError {
+            #expect(error.code == .serverUnavailable)
+            #expect(error.message.localizedCaseInsensitiveContains("no PostgreSQL primary among 1 host"), "\(error.message)")
+            #expect(error.message.localizedCaseInsensitiveContains("standby"), "\(error.message)")
+        }
+    }
+}
+
+/// What the writer tasks had acknowledged, and any error that is not `.serverUnavailable`.
+private final class WriteLog: @unchecked Sendable {
+    // @unchecked: every field is read and written under `lock`.
+    private let lock = NSLock()
+    private var acknowledged: [String] = []
+    private var unexpected: [String] = []
+
+    func acknowledge(_ name: String) { lock.withLock { acknowledged.append(name) } }
+    func unexpected(_ error: any Error) { lock.withLock { unexpected.append("\(error)") } }
+    var count: Int { lock.withLock { acknowledged.count } }
+    var names: [String] { lock.withLock { acknowledged } }
+    var unexpectedErrors: [String] { lock.withLock { unexpected } }
+}
+
+/// Polls `condition` every 100 ms for at most `seconds`.
+private func waitUntil(seconds: Double, _ what: String, _ condition: () throws -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !(try condition()) {
+        guard Date() < deadline else { throw TestFailure("not within \(seconds) s: \(what)") }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}

@@ -32,6 +32,7 @@ if arguments.count == 7, arguments[1] == "stress", let seconds = Double(argument
     await stress(url: arguments[2], storeName: arguments[3], keyFile: arguments[4], prefix: arguments[5], seconds: seconds)
     exit(0)
 }
+if let status = await faultWorker(arguments) { exit(status) }
 guard arguments.count == 10, arguments[1] == "refresh", let tasks = Int(arguments[8]), let startAt = Double(arguments[9]),
       let tokenEndpoint = URL(string: arguments[6]) else {
     fail("usage: VaultPostgresTestWorker refresh URL STORE KEY_FILE SESSION TOKEN_ENDPOINT CLIENT_ID TASKS START_AT_MS")

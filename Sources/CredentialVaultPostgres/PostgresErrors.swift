@@ -10,7 +10,12 @@ enum PostgresErrors {
     /// Runs `body` under `timeout`, mapping its errors. The deadline does not wait for `body` to
     /// notice its cancellation (a connection attempt to a stopped server may not): the caller gets
     /// `.serverUnavailable` on time, and the abandoned attempt ends when the pool gives up or closes.
+    ///
+    /// With `progress`, the deadline applies to each statement rather than to the whole: it fails
+    /// only when `timeout` passes with no further statement answered, and its message says whether
+    /// the server never answered or answered some statements and then stopped.
     static func guarding<T: Sendable>(_ configuration: PostgresStoreConfiguration, timeout: Duration,
+                                      progress: PostgresProgress? = nil,
                                       _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = DeadlineRace<T>()
         return try await withTaskCancellationHandler {
@@ -18,8 +23,16 @@ enum PostgresErrors {
                 race.start(continuation: continuation, mapping: { mapped($0, configuration) }, body: body,
                            timer: Task {
                                // Cancelled when the work finishes first: no timer outlives its operation.
-                               guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                               race.finish(.failure(unavailable(configuration, "no answer within \(timeout)")))
+                               var answered = 0
+                               while true {
+                                   guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                                   let now = progress?.count ?? 0
+                                   if progress == nil || now == answered { break }
+                                   answered = now
+                               }
+                               race.finish(.failure(unavailable(configuration, answered == 0
+                                   ? "no answer within \(timeout)"
+                                   : "it answered \(answered) statements of this operation, then none within \(timeout)")))
                            })
             }
         } onCancel: {

@@ -9,8 +9,10 @@ struct PostgresDataKeys: Sendable {
     let lookup: SymmetricKey
     /// Seals each entry row (metadata and value together).
     let entry: SymmetricKey
-    /// Seals the vault's state row (generation, entry count, digest of the row set).
+    /// Seals the vault's state row (generation, entry count, digest of the row set; for version 3 the layout).
     let state: SymmetricKey
+    /// Seals the bucket rows of a version 3 store.
+    let bucket: SymmetricKey
 
     init(dek: SymmetricKey, vaultID: [UInt8]) throws {
         func derive(_ label: String) throws -> SymmetricKey {
@@ -20,6 +22,7 @@ struct PostgresDataKeys: Sendable {
         lookup = try derive(PostgresLayout.lookupKeyInfo)
         entry = try derive(PostgresLayout.entryKeyInfo)
         state = try derive(PostgresLayout.stateKeyInfo)
+        bucket = try derive(PostgresLayout.bucketKeyInfo)
     }
 }
 
@@ -41,6 +44,7 @@ enum PostgresLayout {
     static let lookupKeyInfo = "vault-pg lookup v1"
     static let entryKeyInfo = "vault-pg entry v1"
     static let stateKeyInfo = "vault-pg state v1"
+    static let bucketKeyInfo = "vault-pg bucket v3"
 }
 
 /// The key slot row: how the store key becomes the KEK that unwraps the DEK.

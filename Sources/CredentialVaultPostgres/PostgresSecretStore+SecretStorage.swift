@@ -42,20 +42,36 @@ extension PostgresSecretStore {
     /// - Returns: the report: the generation verified, how many rows were checked, which failed.
     /// - Throws: `.tampered` for the state or the row set, `.rollbackDetected`, `.serverUnavailable`.
     public func verify() async throws -> VerificationReport {
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            let fetched = try await fetchAllBuckets(bits: bits)
+            return VerificationReport(vaultID: vaultID.hexString, generation: fetched.generation, entriesChecked: fetched.rows.count,
+                                      failures: openEach(fetched.rows.map { ($0.lookup, $0.rowGeneration, $0.sealed) }))
+        }
         let floor = generation
         let fetched = try await fetchAllRows()
+        if PostgresStateV3.isVersion3(fetched.state) {
+            try adoptBucketLayout(fetched.state)
+            return try await verify()
+        }
         let state = try observe(PostgresVaultState.open(fetched.state, vaultID: vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
+        return VerificationReport(vaultID: vaultID.hexString, generation: state.generation, entriesChecked: fetched.rows.count,
+                                  failures: openEach(fetched.rows.map { ($0.lookup, $0.rowGeneration, $0.sealed) }))
+    }
+
+    /// Opens every row, listing each that fails (by its lookup's first bytes) instead of stopping.
+    private func openEach(_ rows: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])]) -> [VerificationReport.Failure] {
         var failures: [VerificationReport.Failure] = []
-        for row in fetched.rows {
+        for row in rows {
             do {
                 _ = try PostgresRowCodec.open(row.sealed, vaultID: vaultID, lookup: row.lookup,
                                               rowGeneration: UInt64(row.rowGeneration), keys: keys)
             } catch let error as VaultError {
                 failures.append(.init(owner: "", name: "row " + row.lookup.prefix(8).hexString, error: error))
+            } catch {
+                failures.append(.init(owner: "", name: "row " + row.lookup.prefix(8).hexString, error: VaultError.tampered(region: "entry row")))
             }
         }
-        return VerificationReport(vaultID: vaultID.hexString, generation: state.generation,
-                                  entriesChecked: fetched.rows.count, failures: failures)
+        return failures
     }
 }

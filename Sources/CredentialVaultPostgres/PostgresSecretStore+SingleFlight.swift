@@ -67,7 +67,7 @@ extension PostgresSecretStore {
         // The refresher's own error (an OAuth error, `invalid_grant`) reaches the caller as it was
         // thrown, not as a database failure.
         let refresherFailure = Mutex<(any Error)?>(nil)
-        let outcome: (Credentials, PostgresVaultState?)
+        let outcome: (Credentials, PostgresCommitted?)
         do {
             outcome = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout * 7) {
                 try await client.withTransaction(logger: logger) { connection in
@@ -85,10 +85,10 @@ extension PostgresSecretStore {
                             throw error
                         }
                         if fresh.refreshToken == nil { fresh.refreshToken = refreshToken }
-                        let (state, _) = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
-                        return (fresh, Optional(state))
+                        let (committed, _) = try await self.apply(Self.changes(saving: fresh, session: session), on: connection)
+                        return (fresh, Optional(committed))
                     }
-                    return (current, PostgresVaultState?.none)
+                    return (current, PostgresCommitted?.none)
                 }
             }
         } catch {
@@ -124,6 +124,12 @@ extension PostgresSecretStore {
         let floor = generation
         let accessLookup = try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.accessToken, keys: keys)
         let refreshLookup = try PostgresRowCodec.lookup(owner: session, name: SessionEntryNames.refreshToken, keys: keys)
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            // Version 3: both rows with their bucket rows, one statement; a save locks both buckets (ascending).
+            let (access, refresh) = try await readBucketedCredentialRows(accessLookup: accessLookup, refreshLookup: refreshLookup,
+                                                                         bits: bits, on: connection)
+            return try Self.credentials(access: access, refresh: refresh)
+        }
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var answer: (state: [UInt8], access: (Int64, [UInt8])?, refresh: (Int64, [UInt8])?)?
         for try await (state, accessGeneration, accessSealed, refreshGeneration, refreshSealed) in try await connection.query("""
@@ -139,9 +145,19 @@ extension PostgresSecretStore {
             answer = (Array(buffer: state), row(accessGeneration, accessSealed), row(refreshGeneration, refreshSealed))
         }
         guard let answer else { throw VaultError.tampered(region: "state row (missing)") }
+        if PostgresStateV3.isVersion3(answer.state) {
+            try adoptBucketLayout(answer.state)
+            return try await readCredentials(session: session, on: connection)
+        }
         let state = try observe(PostgresVaultState.open(answer.state, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         let access = try openSessionRow(answer.access, lookup: accessLookup, state: state)
         let refresh = try openSessionRow(answer.refresh, lookup: refreshLookup, state: state)
+        return try Self.credentials(access: access, refresh: refresh)
+    }
+
+    /// A session's credentials from its two token rows.
+    /// - Throws: `.notSignedIn` when there is no access token.
+    private static func credentials(access: VaultEntry?, refresh: VaultEntry?) throws -> Credentials {
         guard let access else {
             throw VaultError(.notSignedIn, "no tokens are stored for this session")
         }
@@ -205,7 +221,7 @@ extension PostgresSecretStore {
         let logger = options.logger
         let lockKey = try sessionLockKey(session)
         let (removed, newState) = try await guarding {
-            try await client.withTransaction(logger: logger) { connection -> (Credentials?, PostgresVaultState?) in
+            try await client.withTransaction(logger: logger) { connection -> (Credentials?, PostgresCommitted?) in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 let current: Credentials
                 do {

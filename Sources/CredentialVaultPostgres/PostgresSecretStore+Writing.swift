@@ -25,27 +25,49 @@ extension PostgresSecretStore {
         try await write([.put(entry, replacing: true)])
     }
 
+    /// Adds or replaces every entry of `entries` in one transaction: all are committed or none.
+    /// Rows are sent about a thousand per statement; the operation's deadline applies to each
+    /// statement, not to the whole, so a large import is not taken for an unavailable server.
+    /// - Throws: `.alreadyExists` (when not `replacing`), `.invalidInput`, `.tampered`, `.rollbackDetected`, `.serverUnavailable`.
+    public func put(contentsOf entries: [NewEntry], replacing: Bool = true) async throws {
+        try await write(entries.map { .put($0, replacing: replacing) })
+    }
+
     /// Removes the entry named `name` of `owner`.
     /// - Throws: `.notFound` when there is none.
     public func remove(named name: String, owner: String = "") async throws {
         try await write([.remove(name: name, owner: owner)])
     }
 
-    /// Applies `changes` in one transaction: the state row is locked (`SELECT … FOR UPDATE`), the
-    /// row set is checked against it, every change is applied at generation + 1 and the new state
-    /// is sealed and saved. Either all changes are committed or none.
+    /// Applies `changes` in one transaction. Version 3: the buckets of the entries changed are
+    /// locked (`SELECT … FOR UPDATE`, ascending), each change is applied at its bucket's generation
+    /// + 1 and the buckets are sealed and saved. Versions 1 and 2: the state row is locked, the row
+    /// set is checked against it, every change is applied at generation + 1 and the new state is
+    /// sealed and saved. Either all changes are committed or none.
     @discardableResult
     func write(_ changes: [Change]) async throws -> [EntryMetadata] {
         try Self.validate(changes)
         let client = self.client
         let logger = options.logger
-        let (newState, stored) = try await guarding {
+        let progress = PostgresProgress()
+        let (committed, stored) = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, progress: progress) {
             try await client.withTransaction(logger: logger) { connection in
-                try await self.apply(changes, on: connection)
+                try await self.apply(changes, on: connection, progress: progress)
             }
         }
-        recordCommitted(newState)
+        recordCommitted(committed)
         return stored
+    }
+
+    /// Records what a committed transaction advanced.
+    func recordCommitted(_ committed: PostgresCommitted) {
+        switch committed {
+        case let .state(state): recordCommitted(state)
+        case let .buckets(generations):
+            bucketsSeen.withLock { seen in
+                for (bucket, generation) in generations { seen.raise(bucket, to: generation) }
+            }
+        }
     }
 
     /// Checks every entry put (name, owner, label, secret size) before anything is sent.
@@ -62,9 +84,21 @@ extension PostgresSecretStore {
         }
     }
 
-    /// The body of a write transaction, on a connection inside `BEGIN`.
-    /// - Returns: The new state, and the metadata of every entry put, in order.
-    func apply(_ changes: [Change], on connection: PostgresConnection) async throws -> (PostgresVaultState, [EntryMetadata]) {
+    /// The body of a write transaction, on a connection inside `BEGIN`, for the store's layout.
+    /// - Returns: What the transaction advanced, and the metadata of every entry put, in order.
+    func apply(_ changes: [Change], on connection: PostgresConnection,
+               progress: PostgresProgress? = nil) async throws -> (PostgresCommitted, [EntryMetadata]) {
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            return try await applyBuckets(changes, bits: bits, on: connection, progress: progress)
+        }
+        if let (state, stored) = try await applySingle(changes, on: connection) { return (.state(state), stored) }
+        // Another process moved the store to version 3 meanwhile; this store now uses it.
+        return try await apply(changes, on: connection, progress: progress)
+    }
+
+    /// The body of a write transaction on a version 1 or 2 store; nil (nothing written) when the
+    /// state turns out to be version 3 (this store then switches to it).
+    func applySingle(_ changes: [Change], on connection: PostgresConnection) async throws -> (PostgresVaultState, [EntryMetadata])? {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var sealedState: [UInt8]?
@@ -74,6 +108,10 @@ extension PostgresSecretStore {
         }
         guard let sealedState else {
             throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
+        }
+        if PostgresStateV3.isVersion3(sealedState) {
+            try adoptBucketLayout(sealedState)
+            return nil
         }
         let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys)
         try Self.checkRollback(state.generation, remembered: generation)

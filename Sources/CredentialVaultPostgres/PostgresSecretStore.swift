@@ -36,6 +36,11 @@ public final class PostgresSecretStore: Sendable {
         public var acceptRollback = false
         /// The KDF policy for passphrase keys. `package` so that only this package's tests can change it.
         package var kdfPolicy: KDFPolicy = .standard
+        /// The layout `create` writes: 3 (bucketed, the default) or 2 (the single state row of
+        /// releases before issue 38; `package` so that tests can make a store an older release wrote).
+        package var layoutVersion = 3
+        /// How many bits of a lookup choose its bucket in a new version 3 store (2^bits buckets).
+        package var bucketBits = PostgresStateV3.defaultBucketBits
 
         /// Default options: no remembered generation, 10 s per operation, the system clock, no logging.
         public init(minimumGeneration: UInt64 = 0, operationTimeout: Duration = .seconds(10),
@@ -70,9 +75,17 @@ public final class PostgresSecretStore: Sendable {
     let preparedReads = Atomic<Bool>(true)
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
+    /// The store's layout: one state row (versions 1 and 2) or buckets (version 3). Changes once,
+    /// when this store (or another process) moves it to version 3.
+    let layout: Mutex<PostgresStoreLayout>
+    /// The highest generation seen of each bucket (version 3), seeded from this machine's record.
+    let bucketsSeen: Mutex<PostgresBucketGenerations>
+    /// The bucket record remembered on this machine when the store was opened (empty for none).
+    private let rememberedBucketsAtOpen: [UInt64]
 
     private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresPrimaryClient,
-                 runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64, remembered: UInt64 = 0) {
+                 runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64, remembered: UInt64 = 0,
+                 layout: PostgresStoreLayout = .single, rememberedBuckets: [UInt64] = []) {
         self.storeName = configuration.storeName
         self.configuration = configuration
         self.options = options
@@ -82,15 +95,30 @@ public final class PostgresSecretStore: Sendable {
         self.keys = keys
         self.highestGeneration = Mutex(generation)
         self.rememberedAtOpen = remembered
+        self.layout = Mutex(layout)
+        self.rememberedBucketsAtOpen = rememberedBuckets
+        self.bucketsSeen = Mutex(PostgresBucketGenerations(remembered: options.acceptRollback ? [] : rememberedBuckets))
     }
 
-    /// The highest generation this store has seen (the database's, after the last operation).
-    public var generation: UInt64 { highestGeneration.withLock { $0 } }
+    /// The highest generation this store has seen (the database's, after the last operation). For
+    /// a version 3 (bucketed) store, the sum of the highest generation seen of each bucket read or
+    /// written (and remembered on this machine): it only grows, but it is not the database's count of writes.
+    public var generation: UInt64 {
+        if case .buckets = layout.withLock({ $0 }) { return bucketsSeen.withLock { $0.sum } }
+        return highestGeneration.withLock { $0 }
+    }
 
     /// Closes the connection pool (remembering the highest generation seen, with
     /// `Options.rollbackMemory`). The store cannot be used afterwards.
     public func close() async {
-        let seen = generation
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            let seen = bucketsSeen.withLock { $0.record(bucketCount: 1 << Int(bits)) }
+            if seen != rememberedBucketsAtOpen && (options.acceptRollback || seen.contains(where: { $0 > 0 })) {
+                StoreBucketMemory(memory: options.rollbackMemory, logger: options.logger)
+                    .write(storeID: vaultID, bucketBits: bits, generations: seen, key: keys.state, replacing: options.acceptRollback)
+            }
+        }
+        let seen = highestGeneration.withLock { $0 }
         if seen > rememberedAtOpen || (options.acceptRollback && seen != rememberedAtOpen) {
             StoreGenerationMemory(memory: options.rollbackMemory, logger: options.logger)
                 .write(storeID: vaultID, generation: seen, key: keys.state, replacing: options.acceptRollback)
@@ -123,8 +151,17 @@ public final class PostgresSecretStore: Sendable {
                                        wrapped: try AES256GCM.seal(dek.bytes, using: kek, authenticating: aad))
             let keys = try PostgresDataKeys(dek: dek, vaultID: vaultID)
             let storeName = configuration.storeName
-            let state = try PostgresVaultState.make(generation: 0, rows: [:])
-                .sealed(vaultID: vaultID, storeName: storeName, keys: keys)
+            let bucketed = options.layoutVersion >= 3
+            let bits = options.bucketBits
+            guard PostgresStateV3.bucketBitsRange.contains(bits) else {
+                throw VaultError(.invalidInput, "a store has between 2^4 and 2^16 buckets")
+            }
+            let state = bucketed
+                ? try PostgresStateV3(bucketBits: bits).sealed(vaultID: vaultID, storeName: storeName, keys: keys)
+                : try PostgresVaultState.make(generation: 0, rows: [:]).sealed(vaultID: vaultID, storeName: storeName, keys: keys)
+            let emptyBuckets = bucketed ? try (0..<UInt32(1 << Int(bits))).map { bucket in
+                try PostgresBucket(generation: 0, rows: [:]).sealed(vaultID: vaultID, storeName: storeName, bucket: bucket, keys: keys)
+            } : []
             let logger = options.logger
             try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
@@ -143,10 +180,13 @@ public final class PostgresSecretStore: Sendable {
                         throw VaultError(.alreadyExists, "a vault named \(TerminalText.escaped(storeName)) already exists in this database",
                                          fix: "open it, or choose another store name")
                     }
+                    if bucketed {
+                        try await insertBuckets(emptyBuckets, vaultID: vaultID, on: connection, logger: logger)
+                    }
                 }
             }
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
-                                       vaultID: vaultID, keys: keys, generation: 0)
+                                       vaultID: vaultID, keys: keys, generation: 0, layout: bucketed ? .buckets(bits: bits) : .single)
         } catch {
             runner.cancel()
             await runner.value
@@ -187,6 +227,15 @@ public final class PostgresSecretStore: Sendable {
                 throw VaultError.wrongKey
             }
             let keys = try PostgresDataKeys(dek: dek, vaultID: row.vaultID)
+            if PostgresStateV3.isVersion3(row.state) {
+                // The state binds the name and the layout; generations live in the bucket rows, read as needed.
+                let state = try PostgresStateV3.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
+                let remembered = StoreBucketMemory(memory: options.rollbackMemory, logger: logger)
+                    .read(storeID: row.vaultID, bucketBits: state.bucketBits, key: keys.state) ?? []
+                return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
+                                           vaultID: row.vaultID, keys: keys, generation: 0,
+                                           layout: .buckets(bits: state.bucketBits), rememberedBuckets: remembered)
+            }
             let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
             let remembered = StoreGenerationMemory(memory: options.rollbackMemory, logger: logger)
                 .read(storeID: row.vaultID, key: keys.state) ?? 0
@@ -228,16 +277,16 @@ public final class PostgresSecretStore: Sendable {
     }
 
     /// Creates the tables unless they are there. Only the first store of a database takes the
-    /// schema lock; later ones see both tables and go on without it.
-    private static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
-        for try await present in try await connection.query(
-            "SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL",
-            logger: logger).decode(Bool.self) where present {
+    /// schema lock; later ones see all three tables and go on without it (a database an older
+    /// release made, without `vault_buckets`, gets it here).
+    static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
+        for try await present in try await connection.query(PostgresSchema.tablesPresent, logger: logger).decode(Bool.self) where present {
             return
         }
         try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
         try await connection.query(PostgresSchema.createStores, logger: logger)
         try await connection.query(PostgresSchema.createEntries, logger: logger)
+        try await connection.query(PostgresSchema.createBuckets, logger: logger)
     }
 
     static func checkRollback(_ generation: UInt64, remembered: UInt64) throws {
@@ -253,6 +302,9 @@ public final class PostgresSecretStore: Sendable {
     /// The entry named `name` of `owner`, read in one statement together with the state row.
     /// - Throws: `.notFound`, `.tampered`, `.rollbackDetected`, `.serverUnavailable`.
     public func entry(named name: String, owner: String = "") async throws -> VaultEntry {
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            return try await bucketEntry(named: name, owner: owner, bits: bits)
+        }
         let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let logger = options.logger
@@ -286,7 +338,11 @@ public final class PostgresSecretStore: Sendable {
             return (state.map { Array(buffer: $0) }, version, rowGeneration, sealed.map { Array(buffer: $0) })
         }
         let state: PostgresVaultState
-        if let sealedState = row.state {
+        if let sealedState = row.state, PostgresStateV3.isVersion3(sealedState) {
+            // Another process moved the store to buckets since this one opened it.
+            try adoptBucketLayout(sealedState)
+            return try await entry(named: name, owner: owner)
+        } else if let sealedState = row.state {
             state = try observe(PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
             lastState.withLock { $0 = (row.rowVersion, state) }
         } else if let cached, cached.rowVersion == row.rowVersion {
@@ -319,14 +375,28 @@ public final class PostgresSecretStore: Sendable {
     /// Every entry's metadata (of `owner` when given), after checking the whole row set against
     /// the sealed state: a deleted, added, or rolled-back row is refused as tampering.
     public func list(owner: String? = nil) async throws -> [EntryMetadata] {
-        try await readAll().entries.map(\.metadata).filter { owner == nil || $0.owner == owner }
+        let entries: [VaultEntry]
+        if case let .buckets(bits) = layout.withLock({ $0 }) {
+            entries = try await readAllBuckets(bits: bits).entries
+        } else if let legacy = try await readAll() {
+            entries = legacy.entries
+        } else {
+            return try await list(owner: owner)
+        }
+        return entries.map(\.metadata).filter { owner == nil || $0.owner == owner }
             .sorted { ($0.owner, $0.name) < ($1.owner, $1.name) }
     }
 
 
-    private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry]) {
+    /// The state and every entry of a version 1 or 2 store; nil when the store turned out to be
+    /// moved to version 3 meanwhile (this store then uses that layout).
+    private func readAll() async throws -> (state: PostgresVaultState, entries: [VaultEntry])? {
         let floor = generation
         let fetched = try await fetchAllRows()
+        if PostgresStateV3.isVersion3(fetched.state) {
+            try adoptBucketLayout(fetched.state)
+            return nil
+        }
         let state = try observe(PostgresVaultState.open(fetched.state, vaultID: self.vaultID, storeName: storeName, keys: keys), seenBefore: floor)
         try Self.checkRowSet(fetched.rows.map { ($0.lookup, $0.rowGeneration) }, against: state)
         let entries = try fetched.rows.map { row in

@@ -1,0 +1,168 @@
+import CredentialVault
+import FoundationEssentials
+import VaultCrypto
+
+/// The state row of a version 3 (bucketed) store: written once, when the store is created or
+/// moved to this layout, never by a put. It binds the store's name and the number of buckets
+/// (docs/FORMAT.md, "PostgreSQL tables").
+///
+/// `3` ‖ AES-256-GCM under the state key of `bucket_bits` u8 ‖ 7 reserved zero bytes, with the
+/// associated data "vault-pg state v3" ‖ vault id ‖ u32 length ‖ store name. Its 37 bytes are
+/// neither a version 1 row (72 bytes) nor a version 2 one (first byte 2): a release before
+/// version 3 refuses it as an unsupported version.
+struct PostgresStateV3: Equatable {
+    static let version: UInt8 = 3
+    static let aadLabel = Array("vault-pg state v3".utf8)
+    /// 4,096 buckets: about 25 entries each at 100,000 entries.
+    static let defaultBucketBits: UInt8 = 12
+    static let bucketBitsRange: ClosedRange<UInt8> = 4...16
+    static let reservedByteCount = 7
+
+    /// How many bits of a lookup choose its bucket (2^bits buckets).
+    var bucketBits: UInt8
+
+    /// The number of bucket rows the store has.
+    var bucketCount: Int { 1 << Int(bucketBits) }
+
+    /// True for a state row of version 3 (a version 1 row has no version byte but its own length).
+    static func isVersion3(_ sealed: [UInt8]) -> Bool {
+        sealed.first == version && sealed.count != PostgresLayout.stateV1SealedLength
+    }
+
+    static func aad(vaultID: [UInt8], storeName: String) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.append(contentsOf: aadLabel)
+        writer.append(contentsOf: vaultID)
+        writer.append(UInt32(storeName.utf8.count))
+        writer.append(contentsOf: storeName.utf8)
+        return writer.bytes
+    }
+
+    func sealed(vaultID: [UInt8], storeName: String, keys: PostgresDataKeys) throws -> [UInt8] {
+        let plain = [bucketBits] + [UInt8](repeating: 0, count: Self.reservedByteCount)
+        return [Self.version] + (try AES256GCM.seal(plain, using: keys.state,
+                                                      authenticating: Self.aad(vaultID: vaultID, storeName: storeName)).combined)
+    }
+
+    /// Opens a version 3 state; one sealed for another store name, or altered, is tampered.
+    static func open(_ sealed: [UInt8], vaultID: [UInt8], storeName: String, keys: PostgresDataKeys) throws -> PostgresStateV3 {
+        guard isVersion3(sealed) else {
+            throw VaultError(.unsupportedVersion, "the state row has a version this build does not read",
+                             fix: "open it with the newer vault that wrote it")
+        }
+        let plain: SecureBytes
+        do {
+            plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: Array(sealed.dropFirst())), using: keys.state,
+                                       authenticating: aad(vaultID: vaultID, storeName: storeName))
+        } catch {
+            throw VaultError.tampered(region: "state row (altered, or sealed for another store name)")
+        }
+        let bytes = plain.withUnsafeBytes { Array($0) }
+        guard bytes.count == 1 + reservedByteCount, let bits = bytes.first, bucketBitsRange.contains(bits) else {
+            throw VaultError(.unsupportedVersion, "the state row's bucket layout is one this build does not read",
+                             fix: "open it with the newer vault that wrote it")
+        }
+        return PostgresStateV3(bucketBits: bits)
+    }
+}
+
+/// One bucket row of a version 3 store: the bucket's generation (advanced by every write to one
+/// of its entries) and the (lookup, row generation) of every entry in it, sealed under the bucket
+/// key with the store name and the bucket's number in the associated data. A bucket row moved to
+/// another number or store, altered, or missing is tampered; one put back older than a generation
+/// already seen is a rollback.
+struct PostgresBucket: Equatable {
+    static let aadLabel = Array("vault-pg bucket v3".utf8)
+
+    /// Advanced by one by every transaction that writes to the bucket.
+    var generation: UInt64
+    /// Each entry's row generation, by lookup.
+    var rows: [[UInt8]: UInt64]
+
+    /// The bucket of a lookup: its first 4 bytes, big-endian, shifted right by 32 − `bits`.
+    static func index(of lookup: [UInt8], bits: UInt8) -> UInt32 {
+        var value: UInt32 = 0
+        for byte in lookup.prefix(4) { value = (value << 8) | UInt32(byte) }
+        return value >> (32 - UInt32(bits))
+    }
+
+    static func aad(vaultID: [UInt8], storeName: String, bucket: UInt32) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.append(contentsOf: aadLabel)
+        writer.append(contentsOf: vaultID)
+        writer.append(UInt32(storeName.utf8.count))
+        writer.append(contentsOf: storeName.utf8)
+        writer.append(bucket)
+        return writer.bytes
+    }
+
+    /// `generation` u64 ‖ `count` u32 ‖ count × (lookup 32 ‖ row generation u64), ascending by lookup.
+    func sealed(vaultID: [UInt8], storeName: String, bucket: UInt32, keys: PostgresDataKeys) throws -> [UInt8] {
+        var writer = ByteWriter(capacity: 12 + rows.count * 40)
+        writer.append(generation)
+        writer.append(UInt32(rows.count))
+        for (lookup, rowGeneration) in rows.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            writer.append(contentsOf: lookup)
+            writer.append(rowGeneration)
+        }
+        return try AES256GCM.seal(writer.bytes, using: keys.bucket,
+                                  authenticating: Self.aad(vaultID: vaultID, storeName: storeName, bucket: bucket)).combined
+    }
+
+    static func open(_ sealed: [UInt8], vaultID: [UInt8], storeName: String, bucket: UInt32, bits: UInt8,
+                     keys: PostgresDataKeys) throws -> PostgresBucket {
+        let plain: SecureBytes
+        do {
+            plain = try AES256GCM.open(try AES256GCM.SealedBox(combined: sealed), using: keys.bucket,
+                                       authenticating: aad(vaultID: vaultID, storeName: storeName, bucket: bucket))
+        } catch {
+            throw VaultError.tampered(region: "bucket row \(bucket) (altered, moved, or sealed for another store name)")
+        }
+        var reader = ByteReader(plain.withUnsafeBytes { Array($0) }, region: "bucket row")
+        let generation = try reader.readUInt64()
+        let count = try reader.readUInt32()
+        guard reader.remaining == Int(count) * 40 else { throw VaultError.tampered(region: "bucket row \(bucket) (row list)") }
+        var rows: [[UInt8]: UInt64] = [:]
+        rows.reserveCapacity(Int(count))
+        var previous: [UInt8]?
+        for _ in 0..<count {
+            let lookup = Array(try reader.readBytes(32))
+            let rowGeneration = try reader.readUInt64()
+            guard previous.map({ $0.lexicographicallyPrecedes(lookup) }) ?? true, index(of: lookup, bits: bits) == bucket,
+                  rowGeneration >= 1, rowGeneration <= generation else {
+                throw VaultError.tampered(region: "bucket row \(bucket) (row list)")
+            }
+            rows[lookup] = rowGeneration
+            previous = lookup
+        }
+        return PostgresBucket(generation: generation, rows: rows)
+    }
+}
+
+/// The highest generation this store has seen of each bucket (rollback memory, in process).
+struct PostgresBucketGenerations: Sendable, Equatable {
+    private(set) var highest: [UInt32: UInt64] = [:]
+    /// The sum of `highest`: the store's public generation (monotonic).
+    private(set) var sum: UInt64 = 0
+
+    /// From a remembered record (one generation per bucket, in bucket order).
+    init(remembered: [UInt64] = []) {
+        for (bucket, generation) in remembered.enumerated() where generation > 0 { raise(UInt32(bucket), to: generation) }
+    }
+
+    /// The generation below which `bucket` is a rollback.
+    func floor(_ bucket: UInt32) -> UInt64 { highest[bucket] ?? 0 }
+
+    /// Raises `bucket`'s highest seen generation to `generation` (never lowers it).
+    mutating func raise(_ bucket: UInt32, to generation: UInt64) {
+        let old = highest[bucket] ?? 0
+        guard generation > old else { return }
+        highest[bucket] = generation
+        sum &+= generation - old
+    }
+
+    /// Every bucket's generation in bucket order, for the on-disk record.
+    func record(bucketCount: Int) -> [UInt64] {
+        (0..<bucketCount).map { highest[UInt32($0)] ?? 0 }
+    }
+}

@@ -11,7 +11,7 @@ extension PostgresSecretStore {
     /// - Returns: false when the database holds no vault of that name.
     /// - Throws: `.serverUnavailable` when the server cannot be reached.
     public static func destroy(configuration: PostgresStoreConfiguration, options: Options = Options()) async throws -> Bool {
-        let (client, runner) = makeClient(configuration, options: options)
+        let (client, runner) = try makeClient(configuration, options: options)
         defer { runner.cancel() }
         let storeName = configuration.storeName
         let logger = options.logger

@@ -136,7 +136,7 @@ public final class PostgresSecretStore: Sendable {
                               options: Options = Options()) async throws -> PostgresSecretStore {
         try key.validate()
         if case .passphrase = key { try PassphraseStrength.check(key) }
-        let (client, runner) = makeClient(configuration, options: options)
+        let (client, runner) = try makeClient(configuration, options: options)
         do {
             let vaultID = try SecureRandom.bytes(count: PostgresLayout.vaultIDByteCount)
             let dek = try SymmetricKey.generate()
@@ -200,7 +200,7 @@ public final class PostgresSecretStore: Sendable {
     public static func open(configuration: PostgresStoreConfiguration, key: VaultKey,
                             options: Options = Options()) async throws -> PostgresSecretStore {
         try key.validate()
-        let (client, runner) = makeClient(configuration, options: options)
+        let (client, runner) = try makeClient(configuration, options: options)
         do {
             let storeName = configuration.storeName
             let logger = options.logger
@@ -251,12 +251,14 @@ public final class PostgresSecretStore: Sendable {
 
     /// The store's client and the task that runs it (cancel it to close): the hosts'
     /// `PostgresPrimarySelection`, which reaches each host through a pool of its own.
+    /// - Throws: `.invalidInput` for a trust roots file that cannot be used (before any connection).
     static func makeClient(_ configuration: PostgresStoreConfiguration,
-                           options: Options) -> (PostgresPrimaryClient, Task<Void, Never>) {
+                           options: Options) throws -> (PostgresPrimaryClient, Task<Void, Never>) {
+        let needsTLS = configuration.endpoints.contains { $0.transport == .tlsRequired }
+        let tls: PostgresClient.Configuration.TLS = needsTLS ? .require(try configuration.tlsClientConfiguration()) : .disable
         let logger = options.logger
         let selection = PostgresPrimarySelection(configuration: configuration, logger: logger) { endpoint in
-            makeEndpointClient(configuration, endpoint: endpoint,
-                               tls: endpoint.transport == .plainLoopback ? .disable : .require(.makeClientConfiguration()),
+            makeEndpointClient(configuration, endpoint: endpoint, tls: endpoint.transport == .plainLoopback ? .disable : tls,
                                logger: logger)
         }
         let runner = Task { await selection.run() }

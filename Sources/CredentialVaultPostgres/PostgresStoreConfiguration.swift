@@ -14,7 +14,8 @@ import VaultCrypto
 /// carries no password: the password comes from `PGPASSWORD`, from the `PGPASSFILE` (default
 /// `~/.pgpass`) line that matches the first host, port, database and user, or from a file named
 /// by the app, so it is never in argv; the same password is sent to every host. TLS is
-/// required except for loopback addresses (decided for each host).
+/// required except for loopback addresses (decided for each host); its trust roots come from
+/// `PGSSLROOTCERT` when set.
 public struct PostgresStoreConfiguration: Sendable {
     /// How the connection is protected.
     public enum Transport: Sendable, Equatable {
@@ -40,6 +41,10 @@ public struct PostgresStoreConfiguration: Sendable {
     public var maximumConnections: Int = 8
     /// How long to wait for a connection before the store reports the server unavailable.
     public var connectTimeout: Duration = .seconds(5)
+    /// A PEM file of the trust roots that verify the server's certificate (libpq's
+    /// `PGSSLROOTCERT`, read from the environment like `PGPASSWORD`); nil or `system`: the
+    /// system's trust store. Used only with `.tlsRequired`.
+    public var trustRootsPath: String?
 
     /// Parses `postgres://user@host[:port][,host[:port]…]/database`. A password in the URL is
     /// refused (it would end up in argv or shell history); a non-loopback host gets `.tlsRequired`.
@@ -74,6 +79,7 @@ public struct PostgresStoreConfiguration: Sendable {
         self.username = String(user)
         self.database = String(database)
         self.storeName = storeName
+        self.trustRootsPath = environment["PGSSLROOTCERT"].flatMap { $0.isEmpty ? nil : $0 }
         self.password = Self.password(host: endpoints[0].host, port: endpoints[0].port, database: String(database), user: String(user),
                                       environment: environment)
     }

@@ -1,17 +1,26 @@
-// Latency and throughput of the PostgreSQL store through the library, next to its floor: a
-// bare single-row SELECT of a bytea through postgres-nio on a pool of the same size.
+// The PostgreSQL store's size axis (issue 38): for each store size, the fill, then latency and
+// throughput of `secret(named:)`, `put` and a fleet refresh through the library with 1, 8 and 32
+// concurrent clients, next to their floors on a pool of the same size: a bare one-row SELECT of a
+// bytea by primary key and a bare one-row INSERT … ON CONFLICT DO UPDATE in its own transaction,
+// on a table of as many rows, of the same size as the store's, read and written at random keys.
 // Run by scripts/bench-postgres (which starts a real PostgreSQL); not a product.
 //
-//   VaultPostgresBench URL [OPERATIONS_PER_RUN] [CLIENTS...]     (default 2000; 1 8 32)
+//   VaultPostgresBench URL [OPERATIONS] [CLIENTS...]      (default 2000 operations; 1 8 32 clients)
+//   VAULT_BENCH_SIZES="100 10000 100000"   store sizes (VAULT_BENCH_ENTRIES=N: that size alone)
+//   VAULT_BENCH_ROUNDS=3      every figure is measured once per round, in turn; the median is printed
+//   VAULT_BENCH_SECONDS=2     one measurement stops after OPERATIONS or this many seconds
+//   VAULT_BENCH_BATCH=1000    entries per fill transaction
+//   VAULT_BENCH_FILL_SECONDS=300   a fill still running then is stopped and its size skipped
+//   VAULT_BENCH_ONLY=get      the bare SELECT and secret(named:) only (for a profiler)
 //
-// Prints a Markdown table: p50, p99 and operations per second for each operation and
-// number of concurrent clients. Never prints a secret.
+// Prints Markdown tables and the issue's targets, met or missed. Never prints a secret.
 import CredentialVault
 import CredentialVaultPostgres
 import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 import VaultCrypto
 
 let arguments = CommandLine.arguments
@@ -19,166 +28,331 @@ guard arguments.count >= 2 else {
     FileHandle.standardError.write(Data("usage: VaultPostgresBench URL [OPERATIONS] [CLIENTS...]\n".utf8))
     exit(64)
 }
+let environment = ProcessInfo.processInfo.environment
 let url = arguments[1]
 let operations = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
 let clientCounts = arguments.count > 3 ? arguments[3...].compactMap { Int($0) } : [1, 8, 32]
-/// How many entries the store holds while it is measured ($VAULT_BENCH_ENTRIES, default 100):
-/// `secret(named:)` checks the row against the sealed state, which lists every row.
-let entryCount = max(1, Int(ProcessInfo.processInfo.environment["VAULT_BENCH_ENTRIES"] ?? "") ?? 100)
-/// `VAULT_BENCH_ONLY=get` measures the floor and `secret(named:)` alone (for a profiler).
-let onlyGet = ProcessInfo.processInfo.environment["VAULT_BENCH_ONLY"] == "get"
-
-struct Figures {
-    var p50: Duration
-    var p99: Duration
-    var perSecond: Double
+let sizes: [Int] = {
+    if let one = environment["VAULT_BENCH_ENTRIES"].flatMap({ Int($0) }) { return [max(1, one)] }
+    let listed = (environment["VAULT_BENCH_SIZES"] ?? "").split(whereSeparator: { $0 == " " || $0 == "," }).compactMap { Int($0) }
+    return listed.isEmpty ? [100, 10_000, 100_000] : listed.map { max(1, $0) }
+}()
+let rounds = max(1, Int(environment["VAULT_BENCH_ROUNDS"] ?? "") ?? 3)
+let secondsPerMeasurement = max(0.1, Double(environment["VAULT_BENCH_SECONDS"] ?? "") ?? 2)
+let batchSize = max(1, Int(environment["VAULT_BENCH_BATCH"] ?? "") ?? 1000)
+let fillLimit = max(1, Double(environment["VAULT_BENCH_FILL_SECONDS"] ?? "") ?? 300)
+let onlyGet = environment["VAULT_BENCH_ONLY"] == "get"
+let pool = max(clientCounts.max() ?? 8, 8)
+let valueBytes = 1024
+struct Missing: Error { let what: String }
+/// A counter the concurrent tasks share (an Atomic cannot be captured by an escaping closure).
+final class Counter: Sendable {
+    let value = Atomic<Int>(0)
+    /// Adds one and returns the new count.
+    func next() -> Int { value.add(1, ordering: .relaxed).newValue }
 }
 
-/// Runs `operations` calls of `body` spread over `clients` concurrent tasks.
-func measure(clients: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws -> Figures {
+// MARK: - Measuring
+
+struct Figures {
+    var p50: Double
+    var p99: Double
+    var perSecond: Double
+    var count: Int
+}
+
+func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+/// Runs `body` on `clients` concurrent tasks until `operations` calls are done or the time is up;
+/// every call's latency counts, the rate is calls over wall time.
+func measure(clients: Int, _ body: @escaping @Sendable () async throws -> Void) async throws -> Figures {
     let clock = ContinuousClock()
     let started = clock.now
-    let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
-        for client in 0..<clients {
+    let deadline = started + .milliseconds(Int(secondsPerMeasurement * 1000))
+    let claimed = Counter()
+    let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+        for _ in 0..<clients {
             group.addTask {
-                var mine: [Duration] = []
-                var index = client
-                while index < operations {
+                var mine: [Double] = []
+                while claimed.next() <= operations, clock.now < deadline || mine.isEmpty {
                     let begin = clock.now
-                    try await body(index)
-                    mine.append(clock.now - begin)
-                    index += clients
+                    try await body()
+                    mine.append(seconds(clock.now - begin))
                 }
                 return mine
             }
         }
-        var all: [Duration] = []
+        var all: [Double] = []
         for try await part in group { all += part }
         return all.sorted()
     }
-    let elapsed = clock.now - started
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let elapsed = seconds(clock.now - started)
     return Figures(p50: latencies[latencies.count / 2], p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)],
-                   perSecond: Double(latencies.count) / seconds)
+                   perSecond: Double(latencies.count) / elapsed, count: latencies.count)
 }
 
-
-let pool = max(clientCounts.max() ?? 8, 8)
-var configuration = try PostgresStoreConfiguration(url: url, storeName: "bench-" + UUID().uuidString)
-configuration.maximumConnections = pool
-let key = VaultKey.keyMaterial(SecureBytes(copying: try SecureRandom.bytes(count: 32)))
-let store = try await PostgresSecretStore.create(configuration: configuration, key: key,
-                                                 options: PostgresSecretStore.Options(operationTimeout: .seconds(60)))
-let value = SecureBytes(copying: try SecureRandom.bytes(count: 1024))
-for index in 0..<entryCount { try await store.add(NewEntry(name: "entry-\(index)", secret: value)) }
-print("Store with \(entryCount) entries.")
-print()
-
-// The floor: the same pool size, a bare SELECT of one bytea row by primary key.
-var floorConfiguration = PostgresClient.Configuration(host: configuration.host, port: configuration.port,
-                                                      username: configuration.username, password: nil,
-                                                      database: configuration.database, tls: .disable)
-floorConfiguration.options.maximumConnections = pool
-let floorClient = PostgresClient(configuration: floorConfiguration, backgroundLogger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
-let floorRunner = Task { await floorClient.run() }
-let rows = try await floorClient.query("SELECT vault_id, lookup FROM vault_entries LIMIT 100").collect()
-var keys: [(ByteBuffer, ByteBuffer)] = []
-for row in rows { keys.append(try row.decode((ByteBuffer, ByteBuffer).self)) }
-let floorKeys = keys
-// The query `secret(named:)` sends, alone (the row joined with its store's state, the state itself
-// left out when the state row's xmin is the one the store last saw): what the server adds to the floor.
-struct Missing: Error { let what: String }
-struct EntryWithState: PostgresPreparedStatement {
-    static let sql = """
-        SELECT CASE WHEN s.xmin::text = $3 THEN NULL ELSE s.state END, s.xmin::text, e.row_generation, e.sealed
-        FROM vault_stores s LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = $2 WHERE s.vault_id = $1
-        """
-    typealias Row = (ByteBuffer?, String, Int64?, ByteBuffer?)
-    var vaultID: ByteBuffer, lookup: ByteBuffer, knownVersion: String
-    // The values in order, collected by PostgresQuery's interpolation (its SQL text is unused).
-    func makeBindings() throws -> PostgresBindings { ("\(vaultID)\(lookup)\(knownVersion)" as PostgresQuery).binds }
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+/// The fleet refresh: in each expiry round the session's access token is expired (untimed), then
+/// `clients` callers ask for valid credentials at once; exactly one of them may refresh. Returns the
+/// figures and the largest number of refreshes any round saw.
+func measureRefresh(store: PostgresSecretStore, clients: Int, session: String) async throws -> (Figures, maxPerRound: Int, rounds: Int) {
+    let clock = ContinuousClock()
+    let deadline = clock.now + .milliseconds(Int(secondsPerMeasurement * 1000))
+    let refreshes = Counter()
+    var latencies: [Double] = []
+    var timed = 0.0
+    var expiryRounds = 0
+    var maxPerRound = 0
+    let refresher: @Sendable (SecureBytes) async throws -> Credentials = { _ in
+        _ = refreshes.next()
+        return Credentials(accessToken: SecureBytes(copying: try SecureRandom.bytes(count: 32)),
+                           refreshToken: SecureBytes(copying: try SecureRandom.bytes(count: 32)), expiresAt: Date().addingTimeInterval(3600))
+    }
+    repeat {
+        try await store.saveCredentials(Credentials(accessToken: SecureBytes(copying: try SecureRandom.bytes(count: 32)),
+                                                    refreshToken: SecureBytes(copying: try SecureRandom.bytes(count: 32)),
+                                                    expiresAt: Date().addingTimeInterval(-60)), session: session)
+        refreshes.value.store(0, ordering: .relaxed)
+        let begin = clock.now
+        let round = try await withThrowingTaskGroup(of: Double.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    let start = clock.now
+                    _ = try await store.validCredentials(session: session, refresher: refresher)
+                    return seconds(clock.now - start)
+                }
+            }
+            var mine: [Double] = []
+            for try await latency in group { mine.append(latency) }
+            return mine
+        }
+        timed += seconds(clock.now - begin)
+        latencies += round
+        expiryRounds += 1
+        maxPerRound = max(maxPerRound, refreshes.value.load(ordering: .relaxed))
+        if refreshes.value.load(ordering: .relaxed) != 1 {
+            FileHandle.standardError.write(Data("fleet refresh: \(refreshes.value.load(ordering: .relaxed)) refreshes in one expiry round of \(clients) callers\n".utf8))
+        }
+    } while latencies.count < operations && clock.now < deadline
+    latencies.sort()
+    return (Figures(p50: latencies[latencies.count / 2], p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)],
+                    perSecond: Double(latencies.count) / timed, count: latencies.count), maxPerRound, expiryRounds)
 }
-struct BareRow: PostgresPreparedStatement {
-    static let sql = "SELECT sealed FROM vault_entries WHERE vault_id = $1 AND lookup = $2"
+
+// MARK: - The floors' table
+
+struct BareSelect: PostgresPreparedStatement {
+    static let sql = "SELECT sealed FROM vault_bench_floor WHERE vault_id = $1 AND lookup = $2"
     typealias Row = ByteBuffer
     var vaultID: ByteBuffer, lookup: ByteBuffer
     func makeBindings() throws -> PostgresBindings { ("\(vaultID)\(lookup)" as PostgresQuery).binds }
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
-let storeVault = try await floorClient.query("SELECT vault_id FROM vault_stores WHERE store_name = \(configuration.storeName)")
-    .collect().first?.decode(ByteBuffer.self) ?? { throw Missing(what: "the bench store's row") }()
-let storeLookups = try await floorClient.query("SELECT lookup FROM vault_entries WHERE vault_id = \(storeVault) LIMIT 100").collect()
-    .map { try $0.decode(ByteBuffer.self) }
 
-/// Rounds per client count ($VAULT_BENCH_ROUNDS, default 5): every read is measured once per
-/// round, in turn, and the table gives each figure's median over the rounds, so that a burst of
-/// other work on the two cores lands on every operation alike instead of on one.
-let rounds = max(1, Int(ProcessInfo.processInfo.environment["VAULT_BENCH_ROUNDS"] ?? "") ?? 5)
-
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
-
-/// The reads, measured in this order in every round.
-var reads: [(name: String, run: @Sendable (Int) async throws -> Void)] = [
-    ("floor: bare `SELECT` of one bytea row", { index in
-        let (vault, lookup) = floorKeys[index % floorKeys.count]
-        _ = try await floorClient.query("SELECT sealed FROM vault_entries WHERE vault_id = \(vault) AND lookup = \(lookup)").collect()
-    }),
-]
-if !onlyGet {
-    // The query `secret(named:)` sends, without the library: what the server adds to the floor.
-    let rowVersion = try await floorClient.query("SELECT xmin::text FROM vault_stores WHERE vault_id = \(storeVault)")
-        .collect().first?.decode(String.self) ?? { throw Missing(what: "the state row's xmin") }()
-    reads.append(("the query of `secret(named:)`, unprepared", { index in
-        _ = try await floorClient.query("""
-            SELECT CASE WHEN s.xmin::text = \(rowVersion) THEN NULL ELSE s.state END, s.xmin::text,
-                   e.row_generation, e.sealed FROM vault_stores s
-            LEFT JOIN vault_entries e ON e.vault_id = s.vault_id AND e.lookup = \(storeLookups[index % storeLookups.count])
-            WHERE s.vault_id = \(storeVault)
-            """).collect()
-    }))
-    reads.append(("the query of `secret(named:)`, prepared", { index in
-        for try await _ in try await floorClient.execute(EntryWithState(vaultID: storeVault, lookup: storeLookups[index % storeLookups.count],
-                                                                        knownVersion: rowVersion)) {}
-    }))
-    reads.append(("the bare `SELECT`, prepared", { index in
-        let (vault, lookup) = floorKeys[index % floorKeys.count]
-        for try await _ in try await floorClient.execute(BareRow(vaultID: vault, lookup: lookup)) {}
-    }))
+struct BareUpsert: PostgresPreparedStatement {
+    static let sql = """
+        INSERT INTO vault_bench_floor (vault_id, lookup, row_generation, sealed) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+        """
+    typealias Row = Int32
+    var vaultID: ByteBuffer, lookup: ByteBuffer, generation: Int64, sealed: ByteBuffer
+    func makeBindings() throws -> PostgresBindings { ("\(vaultID)\(lookup)\(generation)\(sealed)" as PostgresQuery).binds }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
-reads.append(("`secret(named:)`", { index in _ = try await store.secret(named: "entry-\(index % entryCount)") }))
 
-print("Reads: the median of \(rounds) rounds of \(operations) operations each; `put`: one run, after every read.")
+/// The average size of a row of the store's entries (`vault_entries`; else its largest table).
+func storeRowBytes(_ client: PostgresClient) async throws -> Int {
+    _ = try await client.query("ANALYZE").collect()
+    let table = try await client.query("""
+        SELECT relname FROM pg_stat_user_tables WHERE relname <> 'vault_bench_floor'
+        ORDER BY relname = 'vault_entries' DESC, n_live_tup DESC LIMIT 1
+        """).collect().first?.decode(String.self) ?? { throw Missing(what: "the store's tables") }()
+    let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    let average = try await client.query(PostgresQuery(unsafeSQL: "SELECT coalesce(avg(pg_column_size(t.*)), 0)::int FROM \(quoted) t"))
+        .collect().first?.decode(Int32.self) ?? 0
+    return max(64, Int(average))
+}
+
+/// Makes `vault_bench_floor` anew with `count` rows of about `rowBytes` each (random, incompressible
+/// bytes, the shape of the store's entry rows) and returns its keys.
+func makeFloorTable(_ client: PostgresClient, count: Int, rowBytes: Int) async throws -> [ByteBuffer] {
+    _ = try await client.query("DROP TABLE IF EXISTS vault_bench_floor").collect()
+    try await client.query("""
+        CREATE TABLE vault_bench_floor (vault_id bytea NOT NULL, lookup bytea NOT NULL, row_generation bigint NOT NULL,
+                                        sealed bytea NOT NULL, PRIMARY KEY (vault_id, lookup))
+        """).collect()
+    let sealedBytes = max(16, rowBytes - 100)
+    let chunks = (sealedBytes + 15) / 16
+    try await client.query("""
+        INSERT INTO vault_bench_floor
+        SELECT '\\x00112233445566778899aabbccddeeff'::bytea, sha256(int8send(i)), 1,
+               substring((SELECT decode(string_agg(md5(random()::text || i::text || j::text), ''), 'hex')
+                          FROM generate_series(1, \(unescaped: String(chunks))) j) FROM 1 FOR \(unescaped: String(sealedBytes)))
+        FROM generate_series(1, \(unescaped: String(count))) i
+        """).collect()
+    _ = try await client.query("ANALYZE vault_bench_floor").collect()
+    return try await client.query("SELECT lookup FROM vault_bench_floor").collect().map { try $0.decode(ByteBuffer.self) }
+}
+
+// MARK: - Filling the store
+
+/// Puts `count` entries named entry-0… with `put(contentsOf:)`, `batchSize` per transaction,
+/// stopping at `fillLimit`. Returns how many went in and the seconds it took.
+func fill(_ store: PostgresSecretStore, count: Int, value: SecureBytes) async throws -> (Int, Double) {
+    let clock = ContinuousClock()
+    let started = clock.now
+    let deadline = started + .milliseconds(Int(fillLimit * 1000))
+    var done = 0
+    while done < count, clock.now < deadline {
+        let batch = (done..<min(count, done + batchSize)).map { NewEntry(name: "entry-\($0)", secret: value) }
+        try await store.put(contentsOf: batch)
+        done += batch.count
+    }
+    return (done, seconds(clock.now - started))
+}
+
+// MARK: - The run
+
+struct Result {
+    var size: Int
+    var clients: Int
+    var figures: [String: Figures]
+    var refreshesPerRound: Int
+}
+
+let quietLogger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+// The floors' client: the URL's first host (scripts/postgres-server's loopback server, trust authentication).
+guard let parts = URLComponents(string: url), let host = parts.host, let user = parts.user else { throw Missing(what: "a postgres://USER@HOST URL") }
+var floorConfiguration = PostgresClient.Configuration(host: host, port: parts.port ?? 5432, username: user, password: nil,
+                                                      database: String(parts.path.dropFirst()), tls: .disable)
+floorConfiguration.options.maximumConnections = pool
+let floorClient = PostgresClient(configuration: floorConfiguration, backgroundLogger: quietLogger)
+let floorRunner = Task { await floorClient.run() }
+let key = VaultKey.keyMaterial(SecureBytes(copying: try SecureRandom.bytes(count: 32)))
+let value = SecureBytes(copying: try SecureRandom.bytes(count: valueBytes))
+let options = PostgresSecretStore.Options(operationTimeout: .seconds(120))
+var results: [Result] = []
+
+print("Values of \(valueBytes) bytes; fill in transactions of \(batchSize) entries (`put(contentsOf:)`).")
+print("Each figure: the median of \(rounds) rounds; a measurement is \(operations) operations or \(secondsPerMeasurement) s, whichever ends first.")
+print("Floors: prepared statements through postgres-nio on a pool of \(pool) connections, on `vault_bench_floor`, a table of as many rows as the store")
+print("(same row size, random incompressible bytes); the upsert is `BEGIN; INSERT … ON CONFLICT DO UPDATE; COMMIT`.")
 print()
-print("| operation | clients | p50 | p99 | operations/s | p50 × floor |")
-print("|---|---:|---:|---:|---:|---:|")
-func row(_ name: String, _ clients: Int, p50: Double, p99: Double, perSecond: Double, floor: Double) {
-    print("| \(name) | \(clients) | \(String(format: "%.2f ms", p50 * 1000)) | \(String(format: "%.2f ms", p99 * 1000)) | \(Int(perSecond)) | \(String(format: "%.2f×", p50 / floor)) |")
-}
-var floors: [Int: Double] = [:]
-for clients in clientCounts {
-    var figures = Array(repeating: [Figures](), count: reads.count)
-    for _ in 0..<rounds {
-        for (slot, read) in reads.enumerated() { figures[slot].append(try await measure(clients: clients, read.run)) }
+print("| entries | operation | clients | p50 | p99 | operations/s | vs floor (p50) |")
+print("|---:|---|---:|---:|---:|---:|---:|")
+func ms(_ value: Double) -> String { String(format: "%.2f ms", value * 1000) }
+func ratio(_ value: Double) -> String { String(format: "%.2f×", value) }
+
+for size in sizes {
+    var configuration = try PostgresStoreConfiguration(url: url, storeName: "bench-" + UUID().uuidString)
+    configuration.maximumConnections = pool
+    let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: options)
+    let (filled, fillSeconds) = try await fill(store, count: size, value: value)
+    if filled < size {
+        print("| \(size) | fill stopped after \(Int(fillLimit)) s at \(filled) entries (\(Int(Double(filled) / fillSeconds))/s): size skipped | | | | | |")
+        await store.close()
+        _ = try await PostgresSecretStore.destroy(configuration: configuration, options: options)
+        continue
     }
-    let floor = median(figures[0].map { seconds($0.p50) })
-    floors[clients] = floor
-    for (slot, read) in reads.enumerated() {
-        row(read.name, clients, p50: median(figures[slot].map { seconds($0.p50) }), p99: median(figures[slot].map { seconds($0.p99) }),
-            perSecond: median(figures[slot].map(\.perSecond)), floor: floor)
-    }
-}
-if !onlyGet {
-    // Writes last: each one makes a new version of the state row, which the reads above would otherwise meet.
+    print("| \(size) | fill (`put(contentsOf:)`, \(batchSize) a transaction) | 1 | \(String(format: "%.1f s", fillSeconds)) total | | \(Int(Double(size) / fillSeconds)) entries/s | |")
+    let rowBytes = try await storeRowBytes(floorClient)
+    let floorKeys = try await makeFloorTable(floorClient, count: size, rowBytes: rowBytes)
+    let floorVault = ByteBuffer(bytes: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
+    let floorSealed = ByteBuffer(bytes: try SecureRandom.bytes(count: max(16, rowBytes - 100)))
+    let session = "bench-session"
+    let floorGeneration = Counter()
+
+    let operationsInOrder: [(name: String, run: @Sendable () async throws -> Void)] = [
+        ("floor: bare `SELECT`", { @Sendable in
+            for try await _ in try await floorClient.execute(BareSelect(vaultID: floorVault, lookup: floorKeys[Int.random(in: 0..<floorKeys.count)])) {}
+        }),
+        ("`secret(named:)`", { @Sendable in _ = try await store.secret(named: "entry-\(Int.random(in: 0..<size))") }),
+        ("floor: bare upsert transaction", { @Sendable in
+            let generation = Int64(floorGeneration.next())
+            try await floorClient.withTransaction(logger: quietLogger) { connection in
+                _ = try await connection.execute(BareUpsert(vaultID: floorVault, lookup: floorKeys[Int.random(in: 0..<floorKeys.count)],
+                                                            generation: generation, sealed: floorSealed), logger: quietLogger)
+            }
+        }),
+        ("`put`", { @Sendable in try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value)) }),
+    ].filter { !onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret") }
+
     for clients in clientCounts {
-        let put = try await measure(clients: clients) { index in
-            try await store.put(NewEntry(name: "entry-\(index % entryCount)", secret: value))
+        var collected: [String: [Figures]] = [:]
+        var maxRefreshes = 0
+        for _ in 0..<rounds {
+            for operation in operationsInOrder { collected[operation.name, default: []].append(try await measure(clients: clients, operation.run)) }
+            if !onlyGet {
+                let (figures, perRound, _) = try await measureRefresh(store: store, clients: clients, session: session)
+                collected["fleet refresh", default: []].append(figures)
+                maxRefreshes = max(maxRefreshes, perRound)
+            }
         }
-        row("`put` (one transaction)", clients, p50: seconds(put.p50), p99: seconds(put.p99), perSecond: put.perSecond,
-            floor: floors[clients] ?? 1)
+        var medians: [String: Figures] = [:]
+        for (name, list) in collected {
+            medians[name] = Figures(p50: median(list.map(\.p50)), p99: median(list.map(\.p99)), perSecond: median(list.map(\.perSecond)),
+                                    count: list.map(\.count).reduce(0, +))
+        }
+        results.append(Result(size: size, clients: clients, figures: medians, refreshesPerRound: maxRefreshes))
+        func line(_ name: String, floor: String?, note: String = "") {
+            guard let figures = medians[name] else { return }
+            let versus = floor.flatMap { medians[$0] }.map { ratio(figures.p50 / $0.p50) } ?? ""
+            print("| \(size) | \(name)\(note) | \(clients) | \(ms(figures.p50)) | \(ms(figures.p99)) | \(Int(figures.perSecond)) | \(versus) |")
+        }
+        line("floor: bare `SELECT`", floor: nil)
+        line("`secret(named:)`", floor: "floor: bare `SELECT`")
+        line("floor: bare upsert transaction", floor: nil)
+        line("`put`", floor: "floor: bare upsert transaction")
+        line("fleet refresh", floor: nil, note: " (at most \(maxRefreshes) refresh per expiry round)")
     }
+    await store.close()
+    _ = try await PostgresSecretStore.destroy(configuration: configuration, options: options)
 }
+_ = try await floorClient.query("DROP TABLE IF EXISTS vault_bench_floor").collect()
 floorRunner.cancel()
 await floorRunner.value
-await store.close()
+
+// MARK: - Ratios and the issue's targets
+
+let finished = results
+let figure: (Int, Int, String) -> Figures? = { size, clients, name in
+    finished.first { $0.size == size && $0.clients == clients }?.figures[name]
+}
+let smallest = sizes.min() ?? 100
+if !onlyGet {
+    print()
+    print("| entries | clients | put / upsert (p50) | put / upsert (operations/s) | get / select (p50) | put@N / put@\(smallest) (p50) | refreshes per expiry round |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for result in results {
+        let put = result.figures["`put`"], upsert = result.figures["floor: bare upsert transaction"]
+        let get = result.figures["`secret(named:)`"], select = result.figures["floor: bare `SELECT`"]
+        let base = figure(smallest, result.clients, "`put`")
+        print("| \(result.size) | \(result.clients) | \(put.flatMap { p in upsert.map { ratio(p.p50 / $0.p50) } } ?? "") "
+              + "| \(put.flatMap { p in upsert.map { ratio(p.perSecond / $0.perSecond) } } ?? "") "
+              + "| \(get.flatMap { g in select.map { ratio(g.p50 / $0.p50) } } ?? "") "
+              + "| \(put.flatMap { p in base.map { ratio(p.p50 / $0.p50) } } ?? "") | \(result.refreshesPerRound) |")
+    }
+    if let largest = sizes.max(), results.contains(where: { $0.size == largest }) {
+        print()
+        print("Targets at \(largest) entries (issue 38):")
+        func target(_ text: String, _ value: Double?, _ met: (Double) -> Bool) {
+            guard let value else { print("- \(text): not measured"); return }
+            print("- \(text): \(ratio(value)) — \(met(value) ? "met" : "MISSED")")
+        }
+        let one = clientCounts.min() ?? 1, most = clientCounts.max() ?? 32
+        target("put p50 at 1 client ≤ 1.2× put p50 at \(smallest)",
+               figure(largest, one, "`put`").flatMap { p in figure(smallest, one, "`put`").map { p.p50 / $0.p50 } }, { $0 <= 1.2 })
+        target("put p50 at 1 client ≤ 2× bare upsert",
+               figure(largest, one, "`put`").flatMap { p in figure(largest, one, "floor: bare upsert transaction").map { p.p50 / $0.p50 } }, { $0 <= 2 })
+        target("put throughput at \(most) clients ≥ 0.5× bare upsert's",
+               figure(largest, most, "`put`").flatMap { p in figure(largest, most, "floor: bare upsert transaction").map { p.perSecond / $0.perSecond } },
+               { $0 >= 0.5 })
+        for clients in clientCounts {
+            target("secret(named:) p50 at \(clients) clients ≤ 1.5× bare SELECT",
+                   figure(largest, clients, "`secret(named:)`").flatMap { g in figure(largest, clients, "floor: bare `SELECT`").map { g.p50 / $0.p50 } },
+                   { $0 <= 1.5 })
+        }
+        let refreshOK = results.allSatisfy { $0.refreshesPerRound == 1 }
+        print("- fleet refresh: exactly one refresh per expiry round at every size and client count — \(refreshOK ? "met" : "MISSED")")
+    }
+}

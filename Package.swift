@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(
             name: "VaultCLITests",
             dependencies: ["CredentialVault", "VaultCrypto", "VaultCLI", "VaultMain", "VaultOAuthMain", "VaultPostgresMain",
-                           "TestScheduling"],
+                           "CredentialVaultPostgres", "TestScheduling"],
             resources: [.copy("Fixtures")]
         ),
         // The Secret Service provider against a private dbus-daemon and the real clients (secret-tool, secretstorage).

@@ -80,3 +80,6 @@ extension PostgresSecretStore {
         return 0
     }
 }
+
+/// `vault upgrade-format` on a PostgreSQL selection moves the store to layout version 3.
+extension PostgresSecretStore: StoreLayoutUpgrading {}

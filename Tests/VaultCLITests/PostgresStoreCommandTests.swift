@@ -59,13 +59,16 @@ struct PostgresStoreCommandTests {
         let snapshot = "snap_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
         let vault = "(SELECT vault_id FROM vault_stores WHERE store_name = '\(name)')"
         try psql("CREATE TABLE \(snapshot)_s AS SELECT * FROM vault_stores WHERE store_name = '\(name)'; "
+                 + "CREATE TABLE \(snapshot)_b AS SELECT * FROM vault_buckets WHERE vault_id = \(vault); "
                  + "CREATE TABLE \(snapshot)_e AS SELECT * FROM vault_entries WHERE vault_id = \(vault)")
         #expect(try sandbox.run(["add", "token", "--replace"] + store, stdin: Data("new".utf8), environment: key).status == 0)
         try psql("""
             DELETE FROM vault_entries WHERE vault_id = \(vault);
+            DELETE FROM vault_buckets WHERE vault_id = \(vault);
             UPDATE vault_stores SET state = (SELECT state FROM \(snapshot)_s) WHERE store_name = '\(name)';
+            INSERT INTO vault_buckets SELECT * FROM \(snapshot)_b;
             INSERT INTO vault_entries SELECT * FROM \(snapshot)_e;
-            DROP TABLE \(snapshot)_s; DROP TABLE \(snapshot)_e
+            DROP TABLE \(snapshot)_s; DROP TABLE \(snapshot)_b; DROP TABLE \(snapshot)_e
             """)
         let refused = try sandbox.run(["get", "token"] + store, environment: key)
         #expect(refused.status == 65, "\(refused.stderrText)")
@@ -116,7 +119,8 @@ struct PostgresStoreCommandTests {
         let (sandbox, key) = try CLISandbox.withVault()
         defer { sandbox.cleanUp() }
         let store = ["--store", try PostgresCLI.requireURL()]
-        for command in [["guest"], ["passwd"], ["rotate"], ["upgrade-format"], ["add", "g", "--guest"]] {
+        // (upgrade-format works on PostgreSQL too: PostgresUpgradeFormatCommandTests.)
+        for command in [["guest"], ["passwd"], ["rotate"], ["add", "g", "--guest"]] {
             let result = try sandbox.run(command + store, stdin: Data("x".utf8), environment: key)
             #expect(result.status == 64, "\(command): \(result.stderrText)")
             #expect(result.stderrText.contains("vault file only"), "\(command)")

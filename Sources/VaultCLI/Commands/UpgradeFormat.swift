@@ -24,6 +24,10 @@ extension VaultCommand {
         var json = false
 
         func run(_ context: CommandContext) async throws {
+            if case .postgres = try context.storeSelection(options) {
+                try await upgradePostgres(context)
+                return
+            }
             let store = try await context.storage(.vaultFile(), options)
             let upgrade = try store.upgradeFormat()
             if json {
@@ -36,6 +40,27 @@ extension VaultCommand {
                 ErrorReport.note("Rewrote the vault from format \(upgrade.previousVersion) to format \(upgrade.version).")
             } else {
                 ErrorReport.note("The vault is already format \(upgrade.version); nothing was written.")
+            }
+        }
+
+        /// A PostgreSQL store (`vault-postgres`): moves its layout to version 3 (buckets) in one transaction.
+        private func upgradePostgres(_ context: CommandContext) async throws {
+            let store = try await context.storage(.fleetSessions, options)
+            guard let upgrading = store as? any StoreLayoutUpgrading else {
+                throw VaultError(.unsupportedOperation, "this build cannot move the PostgreSQL store's layout")
+            }
+            let upgrade = try await upgrading.upgradeLayout()
+            if json {
+                try StandardIO.printOutput(TextLayout.json(.object([
+                    "previousVersion": .integer(Int128(upgrade.previousVersion)),
+                    "version": .integer(Int128(upgrade.version)),
+                    "changed": .bool(upgrade.changed),
+                ])))
+            } else if upgrade.changed {
+                ErrorReport.note("Rewrote the PostgreSQL store's layout from version \(upgrade.previousVersion) to version \(upgrade.version) "
+                                 + "(per-bucket state); vault releases before it cannot read the store.")
+            } else {
+                ErrorReport.note("The PostgreSQL store's layout is already version \(upgrade.version); nothing was written.")
             }
         }
     }

@@ -160,6 +160,38 @@ struct BareUpsert: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
+/// The statement `secret(named:)` sends on a layout 3 store (PostgresBucketRead: the entry's bucket
+/// row and entry row), sent without the library: what the server adds to the bare SELECT.
+struct StoreRead: PostgresPreparedStatement {
+    static let sql = """
+        SELECT pg_is_in_recovery(), b.sealed, e.row_generation, e.sealed
+        FROM vault_buckets b LEFT JOIN vault_entries e ON e.vault_id = b.vault_id AND e.lookup = $2
+        WHERE b.vault_id = $1 AND b.bucket = $3
+        """
+    typealias Row = (Bool, ByteBuffer, Int64?, ByteBuffer?)
+    var vaultID: ByteBuffer, lookup: ByteBuffer, bucket: Int32
+    func makeBindings() throws -> PostgresBindings { ("\(vaultID)\(lookup)\(bucket)" as PostgresQuery).binds }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// The store's vault id and up to 1,000 of its (lookup, bucket) pairs, for `StoreRead`; empty when
+/// the store has no `vault_buckets` (another layout).
+func storeReadKeys(_ client: PostgresClient, storeName: String) async throws -> [(ByteBuffer, ByteBuffer, Int32)] {
+    let present = try await client.query("SELECT to_regclass('vault_buckets') IS NOT NULL").collect().first?.decode(Bool.self) ?? false
+    guard present else { return [] }
+    let rows = try await client.query("""
+        SELECT e.vault_id, e.lookup FROM vault_entries e JOIN vault_stores s ON s.vault_id = e.vault_id
+        WHERE s.store_name = \(storeName) LIMIT 1000
+        """).collect()
+    return try rows.map { row in
+        let (vault, lookup) = try row.decode((ByteBuffer, ByteBuffer).self)
+        // Layout 3's bucket: the lookup's first 4 bytes, big-endian, shifted right by 32 − 12 (4,096 buckets).
+        let prefix = lookup.getBytes(at: lookup.readerIndex, length: 4) ?? [0, 0, 0, 0]
+        let bucket = Int32((UInt32(prefix[0]) << 24 | UInt32(prefix[1]) << 16 | UInt32(prefix[2]) << 8 | UInt32(prefix[3])) >> 20)
+        return (vault, lookup, bucket)
+    }
+}
+
 /// The average size of a row of the store's entries (`vault_entries`; else its largest table).
 func storeRowBytes(_ client: PostgresClient) async throws -> Int {
     _ = try await client.query("ANALYZE").collect()
@@ -254,17 +286,23 @@ for size in sizes {
         _ = try await PostgresSecretStore.destroy(configuration: configuration, options: options)
         continue
     }
-    print("| \(size) | fill (`put(contentsOf:)`, \(batchSize) a transaction) | 1 | \(String(format: "%.1f s", fillSeconds)) total | | \(Int(Double(size) / fillSeconds)) entries/s | |")
+    print("| \(size) | fill (`put(contentsOf:)`, \(batchSize) a transaction) | 1 | \(String(format: "%.2f s", fillSeconds)) total | | \(Int(Double(size) / fillSeconds)) entries/s | |")
     let rowBytes = try await storeRowBytes(floorClient)
     let floorKeys = try await makeFloorTable(floorClient, count: size, rowBytes: rowBytes)
     let floorVault = ByteBuffer(bytes: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
     let floorSealed = ByteBuffer(bytes: try SecureRandom.bytes(count: max(16, rowBytes - 100)))
+    let readKeys = try await storeReadKeys(floorClient, storeName: configuration.storeName)
     let session = "bench-session"
     let floorGeneration = Counter()
 
     let operationsInOrder: [(name: String, run: @Sendable () async throws -> Void)] = [
         ("floor: bare `SELECT`", { @Sendable in
             for try await _ in try await floorClient.execute(BareSelect(vaultID: floorVault, lookup: floorKeys[Int.random(in: 0..<floorKeys.count)])) {}
+        }),
+        ("the statement of `secret(named:)` alone", { @Sendable in
+            guard !readKeys.isEmpty else { return }
+            let (vault, lookup, bucket) = readKeys[Int.random(in: 0..<readKeys.count)]
+            for try await _ in try await floorClient.execute(StoreRead(vaultID: vault, lookup: lookup, bucket: bucket)) {}
         }),
         ("`secret(named:)`", { @Sendable in _ = try await store.secret(named: "entry-\(Int.random(in: 0..<size))") }),
         ("floor: bare upsert transaction", { @Sendable in
@@ -275,7 +313,7 @@ for size in sizes {
             }
         }),
         ("`put`", { @Sendable in try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value)) }),
-    ].filter { !onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret") }
+    ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret")) && (!readKeys.isEmpty || !$0.name.contains("alone")) }
 
     for clients in clientCounts {
         var collected: [String: [Figures]] = [:]
@@ -300,6 +338,7 @@ for size in sizes {
             print("| \(size) | \(name)\(note) | \(clients) | \(ms(figures.p50)) | \(ms(figures.p99)) | \(Int(figures.perSecond)) | \(versus) |")
         }
         line("floor: bare `SELECT`", floor: nil)
+        line("the statement of `secret(named:)` alone", floor: "floor: bare `SELECT`", note: " (prepared, no library)")
         line("`secret(named:)`", floor: "floor: bare `SELECT`")
         line("floor: bare upsert transaction", floor: nil)
         line("`put`", floor: "floor: bare upsert transaction")

@@ -39,7 +39,7 @@ extension PostgresSecretStore {
                     return (3, state.bucketBits, nil)
                 }
                 let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: self.storeName, keys: self.keys)
-                try Self.checkRollback(state.generation, remembered: self.highestGeneration)
+                try Self.checkRollback(state.generation, remembered: self.singleStateGeneration)
                 var rows: [[UInt8]: Int64] = [:]
                 for try await (lookup, rowGeneration) in try await connection.query(
                     "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger)
@@ -74,8 +74,8 @@ extension PostgresSecretStore {
         return (outcome.previous, 3, outcome.generation != nil)
     }
 
-    /// The highest generation seen of a version 1 or 2 state.
-    fileprivate var highestGeneration: UInt64 {
+    /// The highest generation seen of a version 1 or 2 state (0 once the store uses buckets).
+    fileprivate var singleStateGeneration: UInt64 {
         if case .single = layout.withLock({ $0 }) { return generation }
         return 0
     }

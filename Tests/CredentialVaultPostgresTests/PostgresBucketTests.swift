@@ -348,6 +348,20 @@ struct PostgresBucketTests {
         await store.close()
     }
 
+    @Test("destroy removes the bucket rows with the store (ON DELETE CASCADE); other stores keep theirs")
+    func destroyRemovesBuckets() async throws {
+        let (store, _) = try await newStore()
+        let (neighbour, _) = try await newStore()
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("v")))
+        let id = vault(store)
+        await store.close()
+        #expect(try await PostgresSecretStore.destroy(configuration: store.configuration, options: PostgresServer.options()))
+        #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets WHERE vault_id = \(id)") == "0")
+        #expect(try PostgresServer.psql("SELECT count(*) FROM vault_entries WHERE vault_id = \(id)") == "0")
+        #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets WHERE vault_id = \(vault(neighbour))") == "4096")
+        await neighbour.close()
+    }
+
     @Test("a transaction holding one bucket does not delay a write to another bucket; a write to the same bucket waits for it")
     func differentBucketsDoNotQueue() async throws {
         let (store, key) = try await newStore()

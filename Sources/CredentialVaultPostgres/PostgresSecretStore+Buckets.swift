@@ -60,7 +60,8 @@ extension PostgresSecretStore {
         let statement = PostgresBucketRead(vaultID: ByteBuffer(bytes: vaultID), lookup: ByteBuffer(bytes: lookup), bucket: Int32(bucket))
         let logger = options.logger
         let client = self.client
-        let answer: PostgresBucketRead.Row? = try await guarding {
+        let configuration = self.configuration
+        let answer: PostgresBucketRead.Row? = try await guarding(retryingRead: true) {
             var answer: PostgresBucketRead.Row?
             var prepared = self.preparedReads.load(ordering: .relaxed)
             if prepared {
@@ -76,6 +77,8 @@ extension PostgresSecretStore {
                 let query = PostgresQuery(unsafeSQL: PostgresBucketRead.sql, binds: try statement.makeBindings())
                 for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
             }
+            // Inside the guarded body: a standby's answer has the primary sought again (and the read sent once more).
+            if let answer { try PostgresBucketRead.refuseStandby(inRecovery: answer.0, configuration: configuration) }
             return answer
         }
         guard let answer else {
@@ -108,7 +111,9 @@ extension PostgresSecretStore {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let logger = options.logger
         let client = self.client
-        let fetched: (buckets: [UInt32: [UInt8]], rows: [BucketedRow], standby: Bool) = try await guarding {
+        let configuration = self.configuration
+        let progress = PostgresProgress()
+        let fetched: (buckets: [UInt32: [UInt8]], rows: [BucketedRow]) = try await guarding(retryingRead: true, progress: progress) {
             let rows = try await client.query("""
                 SELECT pg_is_in_recovery(), b.bucket, b.sealed, NULL::bytea, NULL::bigint, NULL::bytea
                 FROM vault_buckets b WHERE b.vault_id = \(vaultID)
@@ -118,10 +123,13 @@ extension PostgresSecretStore {
                 """, logger: logger)
             var buckets: [UInt32: [UInt8]] = [:]
             var result: [BucketedRow] = []
-            var standby = false
+            var received = 0
             for try await (inRecovery, bucket, bucketSealed, lookup, rowGeneration, sealed) in rows.decode(
                 (Bool, Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
-                standby = standby || inRecovery
+                try PostgresBucketRead.refuseStandby(inRecovery: inRecovery, configuration: configuration)
+                // A large store streams for a while: the deadline applies to each thousand rows, not to all.
+                received += 1
+                if received % 1_000 == 0 { progress.tick() }
                 if let bucket, let bucketSealed {
                     guard bucket >= 0, Int(bucket) < bucketCount else { throw VaultError.tampered(region: "bucket row \(bucket) (out of range)") }
                     buckets[UInt32(bucket)] = Array(buffer: bucketSealed)
@@ -129,9 +137,8 @@ extension PostgresSecretStore {
                     result.append(BucketedRow(lookup: Array(buffer: lookup), rowGeneration: rowGeneration, sealed: Array(buffer: sealed)))
                 }
             }
-            return (buckets, result, standby)
+            return (buckets, result)
         }
-        try PostgresBucketRead.refuseStandby(inRecovery: fetched.standby, configuration: configuration)
         var opened: [UInt32: PostgresBucket] = [:]
         var sum: UInt64 = 0
         var listed = 0

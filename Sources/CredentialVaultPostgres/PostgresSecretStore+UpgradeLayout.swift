@@ -21,8 +21,7 @@ extension PostgresSecretStore {
             throw VaultError(.invalidInput, "a store has between 2^4 and 2^16 buckets")
         }
         let progress = PostgresProgress()
-        let outcome: (previous: Int, bits: UInt8, generation: UInt64?) = try await PostgresErrors.guarding(
-            configuration, timeout: options.operationTimeout, progress: progress) {
+        let outcome: (previous: Int, bits: UInt8, generation: UInt64?) = try await guarding(progress: progress) {
             try await client.withTransaction(logger: logger) { connection in
                 try await Self.ensureSchema(connection, logger: logger)
                 let vaultID = ByteBuffer(bytes: self.vaultID)

@@ -50,7 +50,7 @@ extension PostgresSecretStore {
         let client = self.client
         let logger = options.logger
         let progress = PostgresProgress()
-        let (committed, stored) = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, progress: progress) {
+        let (committed, stored) = try await guarding(progress: progress) {
             try await client.withTransaction(logger: logger) { connection in
                 try await self.apply(changes, on: connection, progress: progress)
             }

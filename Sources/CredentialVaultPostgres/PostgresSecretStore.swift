@@ -467,7 +467,9 @@ public final class PostgresSecretStore: Sendable {
     /// operation probe the hosts again; a read (`retryingRead`) is sent once more, within the same
     /// deadline, to the primary found then. A write is not retried: one cut off may have committed,
     /// so the caller sees `.serverUnavailable` and its next call goes to the new primary.
-    func guarding<T: Sendable>(retryingRead: Bool = false, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// With `progress`, the deadline applies to each statement (`PostgresErrors.guarding(_:timeout:progress:_:)`).
+    func guarding<T: Sendable>(retryingRead: Bool = false, progress: PostgresProgress? = nil,
+                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let selection = client.selection
         let attempt: @Sendable () async throws -> T = {
             do {
@@ -478,7 +480,7 @@ public final class PostgresSecretStore: Sendable {
             }
         }
         do {
-            return try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+            return try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, progress: progress) {
                 guard retryingRead else { return try await attempt() }
                 do {
                     return try await attempt()

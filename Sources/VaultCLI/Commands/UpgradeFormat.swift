@@ -14,7 +14,10 @@ extension VaultCommand {
                 file no longer shows where the ciphertext ends (for a one-entry vault, the secret's exact \
                 length), and two copies of the vault no longer share the bytes of an unchanged secret \
                 (docs/FORMAT.md). Keys, entries and secrets are kept. Nothing is written when the file is \
-                already format 3. A format 1 file becomes format 2 at its next write, or format 3 here.
+                already format 3. A format 1 file becomes format 2 at its next write, or format 3 here. \
+                With --store postgres://…, it moves a PostgreSQL store an earlier release wrote (layout 1 \
+                or 2) to layout 3 (per-bucket state, docs/FORMAT.md) in one transaction, after checking \
+                every row; releases before it cannot read the store afterwards.
                 """
         )
 

@@ -192,6 +192,73 @@ func storeReadKeys(_ client: PostgresClient, storeName: String) async throws -> 
     }
 }
 
+/// Copies of the store's bucket and entry rows (`vault_bench_buckets`, `vault_bench_entries`, with
+/// the same primary keys) for `putStatements`, which rewrites rows there and leaves the store intact.
+func makePutCopies(_ client: PostgresClient, vaultID: ByteBuffer) async throws {
+    _ = try await client.query("DROP TABLE IF EXISTS vault_bench_buckets, vault_bench_entries").collect()
+    _ = try await client.query("CREATE TABLE vault_bench_buckets AS SELECT * FROM vault_buckets WHERE vault_id = \(vaultID)").collect()
+    _ = try await client.query("ALTER TABLE vault_bench_buckets ADD PRIMARY KEY (vault_id, bucket)").collect()
+    _ = try await client.query("CREATE TABLE vault_bench_entries AS SELECT * FROM vault_entries WHERE vault_id = \(vaultID)").collect()
+    _ = try await client.query("ALTER TABLE vault_bench_entries ADD PRIMARY KEY (vault_id, lookup)").collect()
+    _ = try await client.query("ANALYZE vault_bench_buckets, vault_bench_entries").collect()
+}
+
+/// The statements `put` sends on a layout 3 store (PostgresSecretStore+BucketWriting.swift), without
+/// the library and its crypto, on the copies: lock the bucket row, read the entry row replaced (its
+/// creation time), upsert the entry row, update the bucket row, each unprepared as the library sends
+/// them, in one transaction; the rows are written back with the bytes read.
+@Sendable func putStatements(_ client: PostgresClient, vaultID: ByteBuffer, lookup: ByteBuffer, bucket: Int32, logger quietLogger: Logger) async throws {
+    try await client.withTransaction(logger: quietLogger) { connection in
+        var bucketSealed: [ByteBuffer] = []
+        for try await (_, sealed) in try await connection.query("""
+            SELECT bucket, sealed FROM vault_bench_buckets WHERE vault_id = \(vaultID) AND bucket = ANY(\([bucket])::integer[])
+            ORDER BY bucket FOR UPDATE
+            """, logger: quietLogger).decode((Int32, ByteBuffer).self) { bucketSealed.append(sealed) }
+        var rows: [(ByteBuffer, Int64, ByteBuffer)] = []
+        for try await row in try await connection.query("""
+            SELECT lookup, row_generation, sealed FROM vault_bench_entries WHERE vault_id = \(vaultID) AND lookup = ANY(\([lookup])::bytea[])
+            """, logger: quietLogger).decode((ByteBuffer, Int64, ByteBuffer).self) { rows.append(row) }
+        guard let row = rows.first else { throw Missing(what: "the copied entry row") }
+        try await connection.query("""
+            INSERT INTO vault_bench_entries (vault_id, lookup, row_generation, sealed)
+            SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
+            FROM unnest(\([row.0])::bytea[], \([row.1 + 1])::bigint[], \([row.2])::bytea[]) AS u(lookup, row_generation, sealed)
+            ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+            """, logger: quietLogger)
+        try await connection.query("""
+            UPDATE vault_bench_buckets b SET sealed = u.sealed
+            FROM unnest(\([bucket])::integer[], \(bucketSealed)::bytea[]) AS u(bucket, sealed)
+            WHERE b.vault_id = \(vaultID) AND b.bucket = u.bucket
+            """, logger: quietLogger)
+    }
+}
+
+/// What `putStatements` could be in 4 round trips instead of 6 (a proposal, measured on the same
+/// copies): the bucket row locked and the replaced entry row read in one statement, the entry upsert
+/// and the bucket update in one statement (a data-modifying WITH), between BEGIN and COMMIT.
+@Sendable func mergedPutStatements(_ client: PostgresClient, vaultID: ByteBuffer, lookup: ByteBuffer, bucket: Int32, logger quietLogger: Logger) async throws {
+    try await client.withTransaction(logger: quietLogger) { connection in
+        var read: [(ByteBuffer, Int64?, ByteBuffer?)] = []
+        for try await row in try await connection.query("""
+            SELECT b.sealed, e.row_generation, e.sealed FROM vault_bench_buckets b
+            LEFT JOIN vault_bench_entries e ON e.vault_id = b.vault_id AND e.lookup = \(lookup)
+            WHERE b.vault_id = \(vaultID) AND b.bucket = ANY(\([bucket])::integer[]) ORDER BY b.bucket FOR UPDATE OF b
+            """, logger: quietLogger).decode((ByteBuffer, Int64?, ByteBuffer?).self) { read.append(row) }
+        guard let (bucketSealed, generation, sealed) = read.first, let generation, let sealed else { throw Missing(what: "the copied rows") }
+        try await connection.query("""
+            WITH entries AS (
+                INSERT INTO vault_bench_entries (vault_id, lookup, row_generation, sealed)
+                SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
+                FROM unnest(\([lookup])::bytea[], \([generation + 1])::bigint[], \([sealed])::bytea[]) AS u(lookup, row_generation, sealed)
+                ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+                RETURNING 1)
+            UPDATE vault_bench_buckets b SET sealed = u.sealed
+            FROM unnest(\([bucket])::integer[], \([bucketSealed])::bytea[]) AS u(bucket, sealed)
+            WHERE b.vault_id = \(vaultID) AND b.bucket = u.bucket
+            """, logger: quietLogger)
+    }
+}
+
 /// The average size of a row of the store's entries (`vault_entries`; else its largest table).
 func storeRowBytes(_ client: PostgresClient) async throws -> Int {
     _ = try await client.query("ANALYZE").collect()
@@ -292,6 +359,7 @@ for size in sizes {
     let floorVault = ByteBuffer(bytes: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
     let floorSealed = ByteBuffer(bytes: try SecureRandom.bytes(count: max(16, rowBytes - 100)))
     let readKeys = try await storeReadKeys(floorClient, storeName: configuration.storeName)
+    if let first = readKeys.first, !onlyGet { try await makePutCopies(floorClient, vaultID: first.0) }
     let session = "bench-session"
     let floorGeneration = Counter()
 
@@ -312,8 +380,18 @@ for size in sizes {
                                                             generation: generation, sealed: floorSealed), logger: quietLogger)
             }
         }),
+        ("the statements of `put` alone", { @Sendable in
+            guard !readKeys.isEmpty else { return }
+            let (vault, lookup, bucket) = readKeys[Int.random(in: 0..<readKeys.count)]
+            try await putStatements(floorClient, vaultID: vault, lookup: lookup, bucket: bucket, logger: quietLogger)
+        }),
+        ("the statements of `put` merged", { @Sendable in
+            guard !readKeys.isEmpty else { return }
+            let (vault, lookup, bucket) = readKeys[Int.random(in: 0..<readKeys.count)]
+            try await mergedPutStatements(floorClient, vaultID: vault, lookup: lookup, bucket: bucket, logger: quietLogger)
+        }),
         ("`put`", { @Sendable in try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value)) }),
-    ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret")) && (!readKeys.isEmpty || !$0.name.contains("alone")) }
+    ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret")) && (!readKeys.isEmpty || !($0.name.contains("alone") || $0.name.contains("merged"))) }
 
     for clients in clientCounts {
         var collected: [String: [Figures]] = [:]
@@ -341,13 +419,15 @@ for size in sizes {
         line("the statement of `secret(named:)` alone", floor: "floor: bare `SELECT`", note: " (prepared, no library)")
         line("`secret(named:)`", floor: "floor: bare `SELECT`")
         line("floor: bare upsert transaction", floor: nil)
+        line("the statements of `put` alone", floor: "floor: bare upsert transaction", note: " (unprepared, no library)")
+        line("the statements of `put` merged", floor: "floor: bare upsert transaction", note: " (4 round trips, not 6; a proposal)")
         line("`put`", floor: "floor: bare upsert transaction")
         line("fleet refresh", floor: nil, note: " (at most \(maxRefreshes) refresh per expiry round)")
     }
     await store.close()
     _ = try await PostgresSecretStore.destroy(configuration: configuration, options: options)
 }
-_ = try await floorClient.query("DROP TABLE IF EXISTS vault_bench_floor").collect()
+_ = try await floorClient.query("DROP TABLE IF EXISTS vault_bench_floor, vault_bench_buckets, vault_bench_entries").collect()
 floorRunner.cancel()
 await floorRunner.value
 

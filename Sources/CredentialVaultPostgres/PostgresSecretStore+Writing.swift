@@ -91,14 +91,15 @@ extension PostgresSecretStore {
         if case let .buckets(bits) = layout.withLock({ $0 }) {
             return try await applyBuckets(changes, bits: bits, on: connection, progress: progress)
         }
-        if let (state, stored) = try await applySingle(changes, on: connection) { return (.state(state), stored) }
+        if let (state, stored) = try await applySingle(changes, on: connection, progress: progress) { return (.state(state), stored) }
         // Another process moved the store to version 3 meanwhile; this store now uses it.
         return try await apply(changes, on: connection, progress: progress)
     }
 
     /// The body of a write transaction on a version 1 or 2 store; nil (nothing written) when the
     /// state turns out to be version 3 (this store then switches to it).
-    func applySingle(_ changes: [Change], on connection: PostgresConnection) async throws -> (PostgresVaultState, [EntryMetadata])? {
+    func applySingle(_ changes: [Change], on connection: PostgresConnection,
+                     progress: PostgresProgress? = nil) async throws -> (PostgresVaultState, [EntryMetadata])? {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var sealedState: [UInt8]?
@@ -122,6 +123,7 @@ extension PostgresSecretStore {
             rows[Array(buffer: lookup)] = rowGeneration
         }
         try Self.checkRowSet(rows.map { ($0.key, $0.value) }, against: state)
+        progress?.tick()
 
         let newGeneration = try SecretStore.nextGeneration(after: state.generation, path: nil)
         let now = options.clock()
@@ -150,6 +152,7 @@ extension PostgresSecretStore {
                     VALUES (\(vaultID), \(ByteBuffer(bytes: lookup)), \(generationColumn), \(ByteBuffer(bytes: sealed)))
                     ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
                     """, logger: logger)
+                progress?.tick()
                 rows[lookup] = generationColumn
                 stored.append(metadata)
             case let .remove(name, owner):
@@ -157,6 +160,7 @@ extension PostgresSecretStore {
                 guard rows[lookup] != nil else { throw VaultError.entryNotFound(Self.displayName(name, owner: owner)) }
                 try await connection.query(
                     "DELETE FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = \(ByteBuffer(bytes: lookup))", logger: logger)
+                progress?.tick()
                 rows[lookup] = nil
             }
         }

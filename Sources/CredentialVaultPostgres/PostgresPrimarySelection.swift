@@ -58,6 +58,9 @@ final class PostgresPrimarySelection: Sendable {
     /// or after one found no primary. For tests and diagnostics.
     var currentEndpointIndex: Int? { state.withLock { $0.stale ? nil : $0.current?.endpointIndex } }
 
+    /// How many pools were shut down and have not finished yet (each does within `connectTimeout`).
+    var poolsShuttingDown: Int { state.withLock { $0.retiring.count } }
+
     /// Lasts until cancelled, then shuts every pool down and waits for them (bounded: a pool's
     /// connection attempts end with `connectTimeout`).
     func run() async {
@@ -180,12 +183,14 @@ final class PostgresPrimarySelection: Sendable {
             return answers
         }
         let chosen = candidates.first { answers[$0.endpointIndex] == false }
-        let unwanted = candidates.filter { $0.endpointIndex != chosen?.endpointIndex }
+        // With no primary found, the pool in use is kept (EXPERIMENT H3)
+        let kept = chosen?.endpointIndex ?? current?.endpointIndex
+        let unwanted = candidates.filter { $0.endpointIndex != kept }
         let closed = state.withLock { state -> Bool in
             state.probe = nil
             if state.closed { return true }
             for pool in unwanted { retire(pool, in: &state) }
-            state.current = chosen
+            state.current = chosen ?? current
             state.stale = chosen == nil
             return false
         }

@@ -10,10 +10,11 @@ import Synchronization
 /// `SELECT pg_is_in_recovery()`, each bounded by `connectTimeout`, and uses the first host to
 /// answer that it is not in recovery (a healthy cluster has one primary; hosts that answer at
 /// the same moment are taken in the URL's order); with none, the operation fails
-/// `.serverUnavailable` ("no primary among N hosts"). Operations running meanwhile share one probe. The pool of the host
-/// already in use probes that host (its connections are kept); a pool to a host not chosen is
-/// shut down at once, and so is the old primary's when another host is chosen. `run()` lasts as
-/// long as the store and shuts every pool down when cancelled.
+/// `.serverUnavailable` ("no primary among N hosts"). Operations running meanwhile share one
+/// probe. The pool of the host already in use probes that host (its connections are kept); a
+/// pool to a host not chosen is shut down at once, and so is the old primary's when another host
+/// is chosen (when none is, it is kept for the next probe: a restarting primary comes back on
+/// it). `run()` lasts as long as the store and shuts every pool down when cancelled.
 final class PostgresPrimarySelection: Sendable {
     /// A pool to one endpoint and the task that runs it.
     private struct Pool: Sendable {
@@ -183,7 +184,8 @@ final class PostgresPrimarySelection: Sendable {
             return answers
         }
         let chosen = candidates.first { answers[$0.endpointIndex] == false }
-        // With no primary found, the pool in use is kept (EXPERIMENT H3)
+        // With no primary found, the pool in use is kept (and the selection stays stale): its host
+        // may be restarting and come back as the primary, and its pool reconnects by itself then.
         let kept = chosen?.endpointIndex ?? current?.endpointIndex
         let unwanted = candidates.filter { $0.endpointIndex != kept }
         let closed = state.withLock { state -> Bool in

@@ -18,11 +18,13 @@ extension PostgresSecretStore {
                       progress: PostgresProgress?) async throws -> (PostgresCommitted, [EntryMetadata]) {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
-        // Every change's lookup and bucket, computed once.
-        let lookups: [[UInt8]] = try changes.map { change in
+        // Every change's lookup and bucket, computed once. Client work between statements ticks
+        // the deadline too (every 1,000 entries): a large import is slow, not an unavailable server.
+        let lookups: [[UInt8]] = try changes.enumerated().map { index, change in
+            if index % 1_000 == 999 { progress?.tick() }
             switch change {
-            case let .put(entry, _): try PostgresRowCodec.lookup(owner: entry.owner, name: entry.name, keys: keys)
-            case let .remove(name, owner): try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
+            case let .put(entry, _): return try PostgresRowCodec.lookup(owner: entry.owner, name: entry.name, keys: keys)
+            case let .remove(name, owner): return try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
             }
         }
         let touched = Set(lookups.map { PostgresBucket.index(of: $0, bits: bits) }).sorted()
@@ -78,6 +80,7 @@ extension PostgresSecretStore {
         var stored: [EntryMetadata] = []
         var finalRows: [[UInt8]: [UInt8]?] = [:]   // lookup → sealed row, or nil for removed
         for (index, change) in changes.enumerated() {
+            if index % 1_000 == 999 { progress?.tick() }
             let lookup = lookups[index]
             let number = PostgresBucket.index(of: lookup, bits: bits)
             let generation = newGenerations[number] ?? 0

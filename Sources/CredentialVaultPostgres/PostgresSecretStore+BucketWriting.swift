@@ -116,7 +116,7 @@ extension PostgresSecretStore {
             buckets[number]?.generation = newGenerations[number] ?? bucket.generation
         }
 
-        // Rows removed (that were there before this transaction), then rows written, in batches.
+        // Rows removed (that were there before this transaction), then rows written, in batches, then the buckets.
         let removed = finalRows.compactMap { lookup, sealed in
             sealed == nil && originals[PostgresBucket.index(of: lookup, bits: bits)]?.rows[lookup] != nil ? ByteBuffer(bytes: lookup) : nil
         }
@@ -126,33 +126,43 @@ extension PostgresSecretStore {
             progress?.tick()
         }
         let written = finalRows.compactMap { lookup, sealed in sealed.map { (lookup, $0) } }
-        var start = 0
-        while start < written.count {
-            let batch = written[start..<min(start + Self.rowsPerStatement, written.count)]
-            let batchLookups = batch.map { ByteBuffer(bytes: $0.0) }
-            let batchGenerations = batch.map { Int64(newGenerations[PostgresBucket.index(of: $0.0, bits: bits)] ?? 0) }
-            let batchSealed = batch.map { ByteBuffer(bytes: $0.1) }
-            try await connection.query("""
-                INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
-                SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
-                FROM unnest(\(batchLookups)::bytea[], \(batchGenerations)::bigint[], \(batchSealed)::bytea[]) AS u(lookup, row_generation, sealed)
-                ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
-                """, logger: logger)
-            progress?.tick()
-            start += Self.rowsPerStatement
-        }
-        // The buckets, each sealed at its new generation, in one statement.
+        // The buckets, each sealed at its new generation; sent with the last batch of rows, in one
+        // statement (a data-modifying WITH): a put is BEGIN, lock, read the row it replaces, write, COMMIT.
         let numbers = touched.map { Int32(bitPattern: $0) }
         let sealedBuckets = try touched.map { number in
             ByteBuffer(bytes: try (buckets[number] ?? PostgresBucket(generation: 0, rows: [:]))
                 .sealed(vaultID: self.vaultID, storeName: storeName, bucket: number, keys: keys))
         }
-        try await connection.query("""
-            UPDATE vault_buckets b SET sealed = u.sealed
-            FROM unnest(\(numbers)::integer[], \(sealedBuckets)::bytea[]) AS u(bucket, sealed)
-            WHERE b.vault_id = \(vaultID) AND b.bucket = u.bucket
-            """, logger: logger)
-        progress?.tick()
+        var start = 0
+        repeat {
+            let end = min(start + Self.rowsPerStatement, written.count)
+            let batch = written[start..<end]
+            let batchLookups = batch.map { ByteBuffer(bytes: $0.0) }
+            let batchGenerations = batch.map { Int64(newGenerations[PostgresBucket.index(of: $0.0, bits: bits)] ?? 0) }
+            let batchSealed = batch.map { ByteBuffer(bytes: $0.1) }
+            if end < written.count {
+                try await connection.query("""
+                    INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+                    SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
+                    FROM unnest(\(batchLookups)::bytea[], \(batchGenerations)::bigint[], \(batchSealed)::bytea[]) AS u(lookup, row_generation, sealed)
+                    ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+                    """, logger: logger)
+            } else {
+                try await connection.query("""
+                    WITH written AS (
+                        INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+                        SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
+                        FROM unnest(\(batchLookups)::bytea[], \(batchGenerations)::bigint[], \(batchSealed)::bytea[]) AS u(lookup, row_generation, sealed)
+                        ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+                    )
+                    UPDATE vault_buckets b SET sealed = u.sealed
+                    FROM unnest(\(numbers)::integer[], \(sealedBuckets)::bytea[]) AS u(bucket, sealed)
+                    WHERE b.vault_id = \(vaultID) AND b.bucket = u.bucket
+                    """, logger: logger)
+            }
+            progress?.tick()
+            start = end
+        } while start < written.count
         return (.buckets(newGenerations), stored)
     }
 }

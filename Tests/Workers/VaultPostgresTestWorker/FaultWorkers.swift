@@ -4,7 +4,8 @@
 //   VaultPostgresTestWorker fault-write URL STORE KEY_FILE PREFIX TASKS DONE_FILE SECONDS
 //       TASKS concurrent loops, each putting new names PREFIX-T-N (value "value-of-NAME"), each
 //       put announced before it starts ("try put NAME") and acknowledged only after it committed
-//       ("put NAME"); a failed step prints "err CODE" and the loop goes on after a short pause.
+//       ("put NAME"); a failed step prints "err CODE", then "why MESSAGE" (VaultError's message,
+//       which quotes no secret), and the loop goes on after a short pause.
 //   VaultPostgresTestWorker fault-refresh URL STORE KEY_FILE SESSION TOKEN_ENDPOINT CLIENT_ID DONE_FILE SECONDS
 //       one loop of validCredentials(session:minTTL: 1 s) refreshing through OAuthClient (the new
 //       pair saved as valid for an hour): "ok" per success, "err CODE" per failure, "bad" when the
@@ -12,7 +13,7 @@
 //
 // Both open the store lazily (again after a failed open) and stop once DONE_FILE exists (the
 // test creates it when its last restart is over) and each loop has succeeded once after that:
-// the loop prints "recovered" then. After SECONDS without that, it prints "stuck" and the
+// the loop prints "recovered SECONDS" then (how long after DONE_FILE was made). After SECONDS without that, it prints "stuck" and the
 // process exits 1. Never prints a token.
 import CredentialVault
 import CredentialVaultOAuth
@@ -85,18 +86,23 @@ func faultWorker(_ arguments: [String]) async -> Int32? {
 /// and a step has succeeded after that ("recovered", true), or until `deadline` ("stuck", false).
 func faultLoop(doneFile: String, deadline: Date, _ step: () async throws -> Void) async -> Bool {
     var rounds = 0
+    var doneSeen: Date?
     while Date() < deadline, rounds < 100_000 {
         rounds += 1
-        let done = FileManager.default.fileExists(atPath: doneFile)
+        if doneSeen == nil, FileManager.default.fileExists(atPath: doneFile) {
+            // When the test created it: a step that hung across the restart counts from then.
+            doneSeen = (try? FileManager.default.attributesOfItem(atPath: doneFile))?[.modificationDate] as? Date ?? Date()
+        }
         do {
             try await step()
-            if done {
-                announce("recovered")
+            if let doneSeen {
+                announce("recovered " + String(format: "%.1f", Date().timeIntervalSince(doneSeen)))
                 return true
             }
             try? await Task.sleep(for: .milliseconds(100))
         } catch let error as VaultError {
             announce("err \(error.code.rawValue)")
+            announce("why \(error.message)")
             try? await Task.sleep(for: .milliseconds(200))
         } catch {
             announce("err other \(type(of: error))")
@@ -125,7 +131,8 @@ actor StoreOpener {
         }
         let (url, storeName, keyFile) = (self.url, self.storeName, self.keyFile)
         let task = Task {
-            var options = PostgresSecretStore.Options(operationTimeout: .seconds(10))
+            // 5 s per operation, 35 s for validCredentials (7 ×): the bounds the test holds the loops to.
+            var options = PostgresSecretStore.Options(operationTimeout: .seconds(5))
             options.kdfPolicy = .testing
             return try await PostgresSecretStore.open(
                 configuration: try PostgresStoreConfiguration(url: url, storeName: storeName),

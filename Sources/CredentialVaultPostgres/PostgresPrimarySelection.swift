@@ -116,7 +116,7 @@ final class PostgresPrimarySelection: Sendable {
     /// The error an operation that lost the primary reports: `.serverUnavailable`, saying why
     /// when the server answered as a standby or refused a write as read-only.
     func unavailable(after error: any Error) -> any Error {
-        if error is PostgresStandbyAnswer {
+        if error is PostgresStandbyAnswer || (error as? PostgresTransactionError)?.closureError is PostgresStandbyAnswer {
             return noPrimary("a host answered as a standby (in recovery); its rows are never used")
         }
         if Self.sqlState(of: error) == "25006" {
@@ -192,7 +192,7 @@ final class PostgresPrimarySelection: Sendable {
             state.probe = nil
             if state.closed { return true }
             for pool in unwanted { retire(pool, in: &state) }
-            state.current = chosen ?? current
+            state.current = chosen
             state.stale = chosen == nil
             return false
         }

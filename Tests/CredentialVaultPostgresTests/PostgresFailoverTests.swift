@@ -135,6 +135,43 @@ struct PostgresFailoverTests {
     }
 }
 
+extension PostgresFailoverTests {
+    @Test("after a switchover the old primary is a lagging standby: a read through the pool to it gets the new primary's value",
+          .timeLimit(.minutes(1)))
+    func aReadNeverTakesTheOldPrimaryTurnedStandbyAsCurrent() async throws {
+        let primary = try PrivatePostgresServer()
+        defer { primary.cleanUp() }
+        let standby = try PrivatePostgresStandby(of: primary)
+        defer { standby.cleanUp() }
+        let key = try PostgresServer.newKey()
+        let store = try await PostgresSecretStore.create(
+            configuration: try Self.configuration(primary.url(ports: [try primary.port, standby.port]), storeName: "switchover"),
+            key: key, options: Self.options())
+        try await store.put(NewEntry(name: "token", secret: SecureBytes("old"), kind: .password))
+        #expect(store.client.selection.currentEndpointIndex == 0)
+
+        // Switchover: the primary stops cleanly, its standby is promoted, and the old primary
+        // follows the new one as a hot standby whose replay is then paused (it lags).
+        try primary.stop(mode: "fast")
+        try standby.promote()
+        try primary.follow(standby)
+        try PostgresServer.psql("SELECT pg_wal_replay_pause()", url: primary.url)
+        try await waitUntil(seconds: 20, "the old primary's replay paused") {
+            (try? PostgresServer.psql("SELECT pg_get_wal_replay_pause_state()", url: primary.url)) == "paused"
+        }
+        let writer = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
+                                                        key: key, options: Self.options())
+        try await writer.put(NewEntry(name: "token", secret: SecureBytes("new"), kind: .password))
+        await writer.close()
+
+        // The store still holds its pool to the old primary: the read is answered there as a
+        // standby (or finds the connection closed), is refused, and goes once to the new primary.
+        #expect(try await store.secret(named: "token") == SecureBytes("new"))
+        #expect(store.client.selection.currentEndpointIndex == 1)
+        await store.close()
+    }
+}
+
 /// What the writer tasks had acknowledged, and any error that is not `.serverUnavailable`.
 private final class WriteLog: @unchecked Sendable {
     // @unchecked: every field is read and written under `lock`.

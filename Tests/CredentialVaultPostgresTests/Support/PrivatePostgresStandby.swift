@@ -30,6 +30,10 @@ extension PrivatePostgresServer {
     /// Stops the server with pg_ctl's shutdown `mode` ("immediate": a crash, nothing flushed or said to clients).
     func stop(mode: String) throws { try PostgresServer.script(["stop", directory, mode]) }
 
+    /// A switchover's old primary: stops (fast) and starts again as a hot standby of `primary`
+    /// (a promoted standby of this server).
+    func follow(_ primary: PrivatePostgresStandby) throws { try PostgresServer.script(["follow", directory, primary.directory]) }
+
     /// The server's port on 127.0.0.1.
     var port: Int { get throws { try Self.port(in: directory) } }
 

@@ -60,7 +60,7 @@ struct PostgresRestartFaultTests {
             try process.run()
             workers.append((process, log, kind))
         }
-        let seconds = "80"
+        let seconds = "100"
         for _ in 0..<8 {
             try launch("refresh", ["fault-refresh", server.url, storeName, folder.keyPath, session,
                                    try oauth.tokenEndpoint.absoluteString, try oauth.string("confidential_client_id"), doneFile, seconds])
@@ -148,8 +148,8 @@ struct PostgresRestartFaultTests {
         #expect(acknowledged.count >= 100, "too little work to mean anything: \(acknowledged.count) acknowledged puts")
         #expect(oks >= 16)
         // The workers' bounds: 5 s per operation, 35 s for validCredentials; a loop stuck in one
-        // call across the restart recovers on its next.
-        #expect(slowestRecovery < 45, "a loop took \(slowestRecovery) s after the last restart to succeed again")
+        // call across the restart recovers on its next (two such calls at most, under load).
+        #expect(slowestRecovery < 75, "a loop took \(slowestRecovery) s after the last restart to succeed again")
 
         let final = try await PostgresSecretStore.open(configuration: configuration, key: key, options: PostgresServer.options())
         let present = Set(try await final.list().map(\.name))

@@ -140,7 +140,8 @@ let package = Package(
         // Stands for one replica of a server app in the fleet refresh test (PostgreSQL + OAuth).
         .executableTarget(
             name: "VaultPostgresTestWorker",
-            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto"],
+            dependencies: ["CredentialVaultPostgres", "CredentialVaultOAuth", "CredentialVault", "VaultCrypto",
+                           .product(name: "Logging", package: "swift-log")],
             path: "Tests/Workers/VaultPostgresTestWorker"
         ),
         // How the test processes schedule their tests: suites that block (child processes, servers) run

@@ -118,6 +118,13 @@ struct PostgresRestartFaultTests {
         }
         for worker in workers { worker.process.waitUntilExit() }
         phase("all recovered")
+        // VAULT_PG_FAULT_LOGS=DIR keeps the workers' logs there (with VAULT_PG_FAULT_LOG_LEVEL, their pools' log too).
+        if let keep = ProcessInfo.processInfo.environment["VAULT_PG_FAULT_LOGS"] {
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            for worker in workers {
+                try? FileManager.default.copyItem(atPath: worker.log, toPath: keep + "/" + URL(fileURLWithPath: worker.log).lastPathComponent)
+            }
+        }
 
         var acknowledged: Set<String> = [], attempted: Set<String> = []
         var failures: [String: Int] = [:], reasons: [String: Int] = [:]

@@ -14,11 +14,13 @@
 // Both open the store lazily (again after a failed open) and stop once DONE_FILE exists (the
 // test creates it when its last restart is over) and each loop has succeeded once after that:
 // the loop prints "recovered SECONDS" then (how long after DONE_FILE was made). After SECONDS without that, it prints "stuck" and the
-// process exits 1. Never prints a token.
+// process exits 1. Never prints a token. VAULT_PG_FAULT_LOG_LEVEL (debug, trace, …) sends the
+// store's and postgres-nio's log to standard error.
 import CredentialVault
 import CredentialVaultOAuth
 import CredentialVaultPostgres
 import Foundation
+import Logging
 import VaultCrypto
 
 /// Runs a fault-test mode when `arguments` name one; returns the process's exit status, or nil
@@ -134,6 +136,12 @@ actor StoreOpener {
             // 5 s per operation, 35 s for validCredentials (7 ×): the bounds the test holds the loops to.
             var options = PostgresSecretStore.Options(operationTimeout: .seconds(5))
             options.kdfPolicy = .testing
+            if let level = ProcessInfo.processInfo.environment["VAULT_PG_FAULT_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) {
+                // The store's and postgres-nio's log (the pool's connection attempts) on standard error.
+                var logger = Logger(label: "vault.postgres", factory: { StreamLogHandler.standardError(label: $0) })
+                logger.logLevel = level
+                options.logger = logger
+            }
             return try await PostgresSecretStore.open(
                 configuration: try PostgresStoreConfiguration(url: url, storeName: storeName),
                 key: try VaultKey.fromKeyFile(path: keyFile), options: options)

@@ -259,6 +259,49 @@ func makePutCopies(_ client: PostgresClient, vaultID: ByteBuffer) async throws {
     }
 }
 
+/// `mergedPutStatements`' lock-and-read as a named prepared statement, for one entry (no arrays).
+struct LockBucketReadEntry: PostgresPreparedStatement {
+    static let sql = """
+        SELECT b.sealed, e.row_generation, e.sealed FROM vault_bench_buckets b
+        LEFT JOIN vault_bench_entries e ON e.vault_id = b.vault_id AND e.lookup = $2
+        WHERE b.vault_id = $1 AND b.bucket = $3 FOR UPDATE OF b
+        """
+    typealias Row = (ByteBuffer, Int64?, ByteBuffer?)
+    var vaultID: ByteBuffer, lookup: ByteBuffer, bucket: Int32
+    func makeBindings() throws -> PostgresBindings { ("\(vaultID)\(lookup)\(bucket)" as PostgresQuery).binds }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// `mergedPutStatements`' write (entry upsert and bucket update in one statement) as a named
+/// prepared statement, for one entry (no arrays).
+struct WriteEntryAndBucket: PostgresPreparedStatement {
+    static let sql = """
+        WITH entries AS (
+            INSERT INTO vault_bench_entries (vault_id, lookup, row_generation, sealed) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
+            RETURNING 1)
+        UPDATE vault_bench_buckets SET sealed = $5 WHERE vault_id = $1 AND bucket = $6
+        """
+    typealias Row = Int32
+    var vaultID: ByteBuffer, lookup: ByteBuffer, generation: Int64, sealed: ByteBuffer, bucketSealed: ByteBuffer, bucket: Int32
+    func makeBindings() throws -> PostgresBindings {
+        ("\(vaultID)\(lookup)\(generation)\(sealed)\(bucketSealed)\(bucket)" as PostgresQuery).binds
+    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// `mergedPutStatements` with both statements prepared and without arrays (a proposal).
+@Sendable func preparedPutStatements(_ client: PostgresClient, vaultID: ByteBuffer, lookup: ByteBuffer, bucket: Int32, logger quietLogger: Logger) async throws {
+    try await client.withTransaction(logger: quietLogger) { connection in
+        var read: [(ByteBuffer, Int64?, ByteBuffer?)] = []
+        for try await row in try await connection.execute(LockBucketReadEntry(vaultID: vaultID, lookup: lookup, bucket: bucket),
+                                                          logger: quietLogger) { read.append(row) }
+        guard let (bucketSealed, generation, sealed) = read.first, let generation, let sealed else { throw Missing(what: "the copied rows") }
+        for try await _ in try await connection.execute(WriteEntryAndBucket(vaultID: vaultID, lookup: lookup, generation: generation + 1, sealed: sealed,
+                                                                            bucketSealed: bucketSealed, bucket: bucket), logger: quietLogger) {}
+    }
+}
+
 /// The average size of a row of the store's entries (`vault_entries`; else its largest table).
 func storeRowBytes(_ client: PostgresClient) async throws -> Int {
     _ = try await client.query("ANALYZE").collect()
@@ -390,6 +433,11 @@ for size in sizes {
             let (vault, lookup, bucket) = readKeys[Int.random(in: 0..<readKeys.count)]
             try await mergedPutStatements(floorClient, vaultID: vault, lookup: lookup, bucket: bucket, logger: quietLogger)
         }),
+        ("the statements of `put` merged and prepared", { @Sendable in
+            guard !readKeys.isEmpty else { return }
+            let (vault, lookup, bucket) = readKeys[Int.random(in: 0..<readKeys.count)]
+            try await preparedPutStatements(floorClient, vaultID: vault, lookup: lookup, bucket: bucket, logger: quietLogger)
+        }),
         ("`put`", { @Sendable in try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value)) }),
     ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret")) && (!readKeys.isEmpty || !($0.name.contains("alone") || $0.name.contains("merged"))) }
 
@@ -421,6 +469,7 @@ for size in sizes {
         line("floor: bare upsert transaction", floor: nil)
         line("the statements of `put` alone", floor: "floor: bare upsert transaction", note: " (unprepared, no library)")
         line("the statements of `put` merged", floor: "floor: bare upsert transaction", note: " (4 round trips, not 6; a proposal)")
+        line("the statements of `put` merged and prepared", floor: "floor: bare upsert transaction", note: " (a proposal)")
         line("`put`", floor: "floor: bare upsert transaction")
         line("fleet refresh", floor: nil, note: " (at most \(maxRefreshes) refresh per expiry round)")
     }

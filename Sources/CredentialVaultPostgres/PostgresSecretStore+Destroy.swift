@@ -9,7 +9,8 @@ extension PostgresSecretStore {
     /// VACUUM, in the write-ahead log, on replicas and in backups; those copies still open with the
     /// same key (docs/SECURITY.md). Other stores in the database are untouched.
     /// - Returns: false when the database holds no vault of that name.
-    /// - Throws: `.serverUnavailable` when the server cannot be reached.
+    /// - Throws: `.serverUnavailable` when the server cannot be reached; `.invalidInput` for an
+    ///   unusable trust roots file (`PGSSLROOTCERT`).
     public static func destroy(configuration: PostgresStoreConfiguration, options: Options = Options()) async throws -> Bool {
         let (client, runner) = try makeClient(configuration, options: options)
         defer { runner.cancel() }

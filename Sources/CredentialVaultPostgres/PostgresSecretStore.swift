@@ -131,7 +131,7 @@ public final class PostgresSecretStore: Sendable {
 
     /// Creates the tables if needed and a new, empty vault named `configuration.storeName`.
     /// - Throws: `.alreadyExists` when the store name is taken; `.invalidKey`; `.invalidInput` for a weak
-    ///   passphrase; `.serverUnavailable` when the server cannot be reached.
+    ///   passphrase or an unusable trust roots file (`PGSSLROOTCERT`); `.serverUnavailable` when the server cannot be reached.
     public static func create(configuration: PostgresStoreConfiguration, key: VaultKey,
                               options: Options = Options()) async throws -> PostgresSecretStore {
         try key.validate()
@@ -196,7 +196,8 @@ public final class PostgresSecretStore: Sendable {
 
     /// Opens the vault named `configuration.storeName`, checking the key and the state row.
     /// - Throws: `.notFound`, `.wrongKey`, `.invalidKey`, `.tampered`, `.corrupt`, `.unsupportedVersion`,
-    ///   `.kdfOutsidePolicy`, `.rollbackDetected`, `.serverUnavailable`.
+    ///   `.kdfOutsidePolicy`, `.rollbackDetected`, `.serverUnavailable`; `.invalidInput` for an unusable
+    ///   trust roots file (`PGSSLROOTCERT`).
     public static func open(configuration: PostgresStoreConfiguration, key: VaultKey,
                             options: Options = Options()) async throws -> PostgresSecretStore {
         try key.validate()

@@ -66,9 +66,12 @@ enum PostgresErrors {
     }
 
     static func unavailable(_ configuration: PostgresStoreConfiguration, _ why: String) -> VaultError {
-        VaultError(.serverUnavailable,
-                   "the PostgreSQL server at \(TerminalText.escaped(configuration.host)):\(configuration.port) is unavailable (\(why))",
-                   fix: "check that the server is running and reachable; a write cut off this way is committed whole or not at all")
+        // With several hosts the operation went to whichever was the primary: all are named.
+        let server = configuration.endpoints.count > 1
+            ? "primary (of \(configuration.endpoints.map(\.displayName).joined(separator: ", ")))"
+            : "server at \(TerminalText.escaped(configuration.host)):\(configuration.port)"
+        return VaultError(.serverUnavailable, "the PostgreSQL \(server) is unavailable (\(why))",
+                          fix: "check that the server is running and reachable; a write cut off this way is committed whole or not at all")
     }
 }
 

@@ -59,6 +59,14 @@ import TestScheduling
         }
     }
 
+    @Test func anUnavailableServerAmongSeveralNamesThemAll() throws {
+        let several = try PostgresStoreConfiguration(url: "postgres://app@db1.example,[::1]:5433/db", environment: [:])
+        #expect(PostgresErrors.unavailable(several, "why").message
+            == "the PostgreSQL primary (of db1.example:5432, [::1]:5433) is unavailable (why)")
+        let one = try PostgresStoreConfiguration(url: "postgres://app@db1.example/db", environment: [:])
+        #expect(PostgresErrors.unavailable(one, "why").message == "the PostgreSQL server at db1.example:5432 is unavailable (why)")
+    }
+
     @Test func theFirstHostsPassFileLineIsUsed() throws {
         let file = NSTemporaryDirectory() + "pgpass-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: file) }

@@ -13,8 +13,10 @@ import Synchronization
 /// `.serverUnavailable` ("no primary among N hosts"). Operations running meanwhile share one
 /// probe. The pool of the host already in use probes that host (its connections are kept); a
 /// pool to a host not chosen is shut down at once, and so is the old primary's when another host
-/// is chosen (when none is, it is kept for the next probe: a restarting primary comes back on
-/// it). `run()` lasts as long as the store and shuts every pool down when cancelled.
+/// is chosen. When none answers as the primary but the host in use did not answer as a standby
+/// either (down, restarting, or too busy to answer in time), it stays in use: the operation finds
+/// out for itself, and its next failure asks again. `run()` lasts as long as the store and shuts
+/// every pool down when cancelled.
 final class PostgresPrimarySelection: Sendable {
     /// A pool to one endpoint and the task that runs it.
     private struct Pool: Sendable {
@@ -163,7 +165,7 @@ final class PostgresPrimarySelection: Sendable {
                 group.addTask {
                     let inRecovery = try? await PostgresErrors.guarding(configuration, timeout: configuration.connectTimeout) {
                         var answer: Bool?
-                        for try await value in try await candidate.client.query("SELECT pg_is_in_recovery()", logger: logger)
+                        for try await value in try await candidate.client.query("SELECT pg_catalog.pg_is_in_recovery()", logger: logger)
                             .decode(Bool.self) { answer = value }
                         guard let answer else { throw PostgresStandbyAnswer() }
                         return answer
@@ -184,16 +186,21 @@ final class PostgresPrimarySelection: Sendable {
             return answers
         }
         let chosen = candidates.first { answers[$0.endpointIndex] == false }
-        // With no primary found, the pool in use is kept (and the selection stays stale): its host
-        // may be restarting and come back as the primary, and its pool reconnects by itself then.
-        let kept = chosen?.endpointIndex ?? current?.endpointIndex
-        let unwanted = candidates.filter { $0.endpointIndex != kept }
+        // No host answered as the primary, but the one in use did not answer as a standby either: it
+        // is down, restarting, or too busy to answer within connectTimeout. It stays in use and the
+        // operation finds out for itself (its pool reconnects when the host is back), so a loaded
+        // or restarting primary is not taken for a missing one; its next failure asks again.
+        let fallback = chosen == nil ? current.flatMap { answers[$0.endpointIndex] == true ? nil : $0 } : nil
+        // The pool in use is kept even when it answered as a standby: it is shut down once another
+        // host is chosen, or when the store closes.
+        let kept = chosen ?? current
+        let unwanted = candidates.filter { $0.endpointIndex != kept?.endpointIndex }
         let closed = state.withLock { state -> Bool in
             state.probe = nil
             if state.closed { return true }
             for pool in unwanted { retire(pool, in: &state) }
-            state.current = chosen
-            state.stale = chosen == nil
+            state.current = kept
+            state.stale = chosen == nil && fallback == nil
             return false
         }
         if closed {
@@ -202,6 +209,7 @@ final class PostgresPrimarySelection: Sendable {
             for pool in candidates { await pool.runner.value }
             throw VaultError(.serverUnavailable, "the PostgreSQL store was closed", fix: "open the store again")
         }
+        if chosen == nil, let fallback { return fallback }
         guard let chosen else {
             let standbys = answers.values.filter { $0 }.count
             throw noPrimary(standbys == 0

@@ -58,7 +58,7 @@ final class PostgresPrimarySelection: Sendable {
     var client: PostgresPrimaryClient { PostgresPrimaryClient(selection: self) }
 
     /// Which endpoint is in use (its index in `configuration.endpoints`), nil before the first probe
-    /// or after one found no primary. For tests and diagnostics.
+    /// and while the hosts must be asked again. For tests and diagnostics.
     var currentEndpointIndex: Int? { state.withLock { $0.stale ? nil : $0.current?.endpointIndex } }
 
     /// How many pools were shut down and have not finished yet (each does within `connectTimeout`).

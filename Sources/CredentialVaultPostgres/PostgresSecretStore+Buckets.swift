@@ -184,6 +184,24 @@ extension PostgresSecretStore {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var answer: (Bool, [UInt8], [UInt8], (Int64, [UInt8])?, (Int64, [UInt8])?)?
         for try await (inRecovery, accessBucketSealed, refreshBucketSealed, accessGeneration, accessSealed, refreshGeneration, refreshSealed)
+    /// Locks what saving `session`'s tokens writes, inside the refresh transaction and before the
+    /// refresher runs: both token buckets (ascending, one statement) of a version 3 store, the
+    /// state row of a version 1 or 2 store.
+    func lockSessionRows(session: String, on connection: PostgresConnection) async throws {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        guard case let .buckets(bits) = layout.withLock({ $0 }) else {
+            try await connection.query("SELECT 1 FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: options.logger)
+            return
+        }
+        let buckets = try [SessionEntryNames.accessToken, SessionEntryNames.refreshToken].map { name in
+            Int32(bitPattern: PostgresBucket.index(of: try PostgresRowCodec.lookup(owner: session, name: name, keys: keys), bits: bits))
+        }
+        try await connection.query("""
+            SELECT bucket FROM vault_buckets WHERE vault_id = \(vaultID) AND bucket = ANY(\(Array(Set(buckets)).sorted())::integer[])
+            ORDER BY bucket FOR UPDATE
+            """, logger: options.logger)
+    }
+
             in try await connection.query("""
             SELECT pg_is_in_recovery(), ab.sealed, rb.sealed, a.row_generation, a.sealed, r.row_generation, r.sealed
             FROM vault_buckets ab JOIN vault_buckets rb ON rb.vault_id = ab.vault_id AND rb.bucket = \(Int32(refreshBucket))

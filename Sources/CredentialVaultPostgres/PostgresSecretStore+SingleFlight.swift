@@ -78,6 +78,10 @@ extension PostgresSecretStore {
                             throw VaultError(.sessionExpired, "the access token has expired and there is no refresh token")
                         }
                         var fresh: Credentials
+                        // The rows the save will write are locked before the grant: a writer holding them
+                        // (a long import) delays this transaction before the refresh, never between the
+                        // grant and its save, where a timeout would lose the new pair.
+                        try await self.lockSessionRows(session: session, on: connection)
                         do {
                             fresh = try await refresher(refreshToken)
                         } catch {

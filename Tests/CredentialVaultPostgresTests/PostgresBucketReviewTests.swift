@@ -146,4 +146,43 @@ struct PostgresBucketReviewTests {
         #expect(try await stores[1].secret(named: names[3]) == SecureBytes("v4"))
         for other in stores { await other.close() }
     }
+
+    @Test("a refresh locks both token buckets before calling the refresher: a transaction holding one delays the refresh, not the save after the grant")
+    func refreshLocksTokenBucketsBeforeTheGrant() async throws {
+        let (store, _) = try await newStore()
+        let session = "session-\(UUID().uuidString)"
+        let expired = Credentials(accessToken: SecureBytes("old-access"), refreshToken: SecureBytes("old-refresh"),
+                                  expiresAt: Date(timeIntervalSinceNow: -60))
+        try await store.saveCredentials(expired, session: session)
+        let refreshBucket = try bucket(store, PostgresSecretStore.SessionEntryNames.refreshToken, owner: session)
+        let holdSeconds = 3.0
+        let started = Date()
+        // A psql of its own (not waited on here) holds the refresh token's bucket for holdSeconds.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["psql", try PostgresServer.requireURL(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", """
+            BEGIN; SELECT 1 FROM vault_buckets WHERE vault_id = \(vault(store)) AND bucket = \(refreshBucket) FOR UPDATE;
+            SELECT pg_sleep(\(holdSeconds)); COMMIT
+            """]
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        // Until the holder has the lock (bounded).
+        for _ in 0..<100 {
+            let waiting = try PostgresServer.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(\(holdSeconds))%' AND state = 'active' AND pid <> pg_backend_pid()")
+            if waiting != "0" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let calledAfter = Mutex<Double?>(nil)
+        let fresh = try await store.validCredentials(session: session) { _ in
+            calledAfter.withLock { $0 = Date().timeIntervalSince(started) }
+            return Credentials(accessToken: SecureBytes("new-access"), refreshToken: SecureBytes("new-refresh"),
+                               expiresAt: Date(timeIntervalSinceNow: 3600))
+        }
+        for _ in 0..<400 where holder.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!holder.isRunning && holder.terminationStatus == 0)
+        #expect(fresh.accessToken == SecureBytes("new-access"))
+        let after = try #require(calledAfter.withLock { $0 })
+        #expect(after >= holdSeconds - 0.5, "the refresher ran \(after) s after the holder took the lock, before it let go")
+        await store.close()
+    }
 }

@@ -175,15 +175,6 @@ extension PostgresSecretStore {
         return (fetched.generation, entries)
     }
 
-    /// A session's two token rows and their bucket rows, in one statement, checked (version 3).
-    func readBucketedCredentialRows(accessLookup: [UInt8], refreshLookup: [UInt8], bits: UInt8,
-                                    on connection: PostgresConnection) async throws -> (access: VaultEntry?, refresh: VaultEntry?) {
-        let accessBucket = PostgresBucket.index(of: accessLookup, bits: bits)
-        let refreshBucket = PostgresBucket.index(of: refreshLookup, bits: bits)
-        let floors = bucketsSeen.withLock { $0 }
-        let vaultID = ByteBuffer(bytes: self.vaultID)
-        var answer: (Bool, [UInt8], [UInt8], (Int64, [UInt8])?, (Int64, [UInt8])?)?
-        for try await (inRecovery, accessBucketSealed, refreshBucketSealed, accessGeneration, accessSealed, refreshGeneration, refreshSealed)
     /// Locks what saving `session`'s tokens writes, inside the refresh transaction and before the
     /// refresher runs: both token buckets (ascending, one statement) of a version 3 store, the
     /// state row of a version 1 or 2 store.
@@ -202,6 +193,15 @@ extension PostgresSecretStore {
             """, logger: options.logger)
     }
 
+    /// A session's two token rows and their bucket rows, in one statement, checked (version 3).
+    func readBucketedCredentialRows(accessLookup: [UInt8], refreshLookup: [UInt8], bits: UInt8,
+                                    on connection: PostgresConnection) async throws -> (access: VaultEntry?, refresh: VaultEntry?) {
+        let accessBucket = PostgresBucket.index(of: accessLookup, bits: bits)
+        let refreshBucket = PostgresBucket.index(of: refreshLookup, bits: bits)
+        let floors = bucketsSeen.withLock { $0 }
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        var answer: (Bool, [UInt8], [UInt8], (Int64, [UInt8])?, (Int64, [UInt8])?)?
+        for try await (inRecovery, accessBucketSealed, refreshBucketSealed, accessGeneration, accessSealed, refreshGeneration, refreshSealed)
             in try await connection.query("""
             SELECT pg_is_in_recovery(), ab.sealed, rb.sealed, a.row_generation, a.sealed, r.row_generation, r.sealed
             FROM vault_buckets ab JOIN vault_buckets rb ON rb.vault_id = ab.vault_id AND rb.bucket = \(Int32(refreshBucket))

@@ -147,18 +147,33 @@ struct PostgresBucketGenerations: Sendable, Equatable {
 
     /// From a remembered record (one generation per bucket, in bucket order).
     init(remembered: [UInt64] = []) {
-        for (bucket, generation) in remembered.enumerated() where generation > 0 { raise(UInt32(bucket), to: generation) }
+        for (bucket, generation) in remembered.enumerated() where generation > 0 {
+            highest[UInt32(bucket)] = generation
+            sum &+= generation
+        }
     }
 
     /// The generation below which `bucket` is a rollback.
     func floor(_ bucket: UInt32) -> UInt64 { highest[bucket] ?? 0 }
 
+    /// The buckets read or written since the store opened.
+    private(set) var observed: Set<UInt32> = []
+
     /// Raises `bucket`'s highest seen generation to `generation` (never lowers it).
     mutating func raise(_ bucket: UInt32, to generation: UInt64) {
+        observed.insert(bucket)
         let old = highest[bucket] ?? 0
         guard generation > old else { return }
         highest[bucket] = generation
         sum &+= generation - old
+    }
+
+    /// Sets `bucket`'s generation to `generation`, lower or higher (a rollback accepted on purpose).
+    mutating func accept(_ bucket: UInt32, at generation: UInt64) {
+        observed.insert(bucket)
+        let old = highest[bucket] ?? 0
+        highest[bucket] = generation
+        sum = sum &- old &+ generation
     }
 
     /// Every bucket's generation in bucket order, for the on-disk record.

@@ -28,6 +28,11 @@ extension PostgresSecretStore {
     /// of it, refusing one older (a rollback), and records its generation.
     func observeBucket(_ sealed: [UInt8], bucket: UInt32, bits: UInt8, floor: UInt64) throws -> PostgresBucket {
         let opened = try PostgresBucket.open(sealed, vaultID: vaultID, storeName: storeName, bucket: bucket, bits: bits, keys: keys)
+        if options.acceptRollback && opened.generation < floor {
+            // A restore done on purpose: this bucket's memory follows the database (written at close).
+            bucketsSeen.withLock { $0.accept(bucket, at: opened.generation) }
+            return opened
+        }
         guard opened.generation >= floor else {
             throw VaultError(.rollbackDetected,
                              "the database holds generation \(opened.generation) of bucket \(bucket) of this vault, older than generation \(floor) already seen",

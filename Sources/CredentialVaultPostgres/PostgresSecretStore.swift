@@ -97,7 +97,9 @@ public final class PostgresSecretStore: Sendable {
         self.rememberedAtOpen = remembered
         self.layout = Mutex(layout)
         self.rememberedBucketsAtOpen = rememberedBuckets
-        self.bucketsSeen = Mutex(PostgresBucketGenerations(remembered: options.acceptRollback ? [] : rememberedBuckets))
+        // With acceptRollback too: a bucket read older than remembered is accepted (observeBucket),
+        // and only the buckets read are rewritten at close; the others keep their floors.
+        self.bucketsSeen = Mutex(PostgresBucketGenerations(remembered: rememberedBuckets))
     }
 
     /// The highest generation this store has seen (the database's, after the last operation). For
@@ -112,10 +114,14 @@ public final class PostgresSecretStore: Sendable {
     /// `Options.rollbackMemory`). The store cannot be used afterwards.
     public func close() async {
         if case let .buckets(bits) = layout.withLock({ $0 }) {
-            let seen = bucketsSeen.withLock { $0.record(bucketCount: 1 << Int(bits)) }
-            if seen != rememberedBucketsAtOpen && (options.acceptRollback || seen.contains(where: { $0 > 0 })) {
+            let (seen, observed) = bucketsSeen.withLock { ($0.record(bucketCount: 1 << Int(bits)), $0.observed) }
+            // A command that read nothing writes nothing; with acceptRollback, only the buckets read
+            // take the (possibly lower) generation read, the others keep the record's.
+            let changed = seen != rememberedBucketsAtOpen && seen.contains(where: { $0 > 0 })
+            if !observed.isEmpty && (options.acceptRollback || changed) {
                 StoreBucketMemory(memory: options.rollbackMemory, logger: options.logger)
-                    .write(storeID: vaultID, bucketBits: bits, generations: seen, key: keys.state, replacing: options.acceptRollback)
+                    .write(storeID: vaultID, bucketBits: bits, generations: seen, key: keys.state,
+                           replacing: options.acceptRollback ? observed : [])
             }
         }
         let seen = highestGeneration.withLock { $0 }
@@ -238,6 +244,14 @@ public final class PostgresSecretStore: Sendable {
                                            layout: .buckets(bits: state.bucketBits), rememberedBuckets: remembered)
             }
             let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
+            // A machine that has seen this store in layout 3 refuses a version 1 or 2 state of it:
+            // the database was put back to before the upgrade (its pg-<id>.generation may be older).
+            if !options.acceptRollback,
+               StoreBucketMemory(memory: options.rollbackMemory, logger: logger).remembers(storeID: row.vaultID, key: keys.state) {
+                throw VaultError(.rollbackDetected,
+                                 "the database holds this vault as it was before its move to layout 3, which this machine has already seen",
+                                 fix: "restore the newer database state, or open with acceptRollback if the restore was deliberate")
+            }
             let remembered = StoreGenerationMemory(memory: options.rollbackMemory, logger: logger)
                 .read(storeID: row.vaultID, key: keys.state) ?? 0
             try checkRollback(state.generation, remembered: max(options.minimumGeneration, options.acceptRollback ? 0 : remembered))

@@ -185,4 +185,69 @@ struct PostgresBucketReviewTests {
         #expect(after >= holdSeconds - 0.5, "the refresher ran \(after) s after the holder took the lock, before it let go")
         await store.close()
     }
+
+    @Test("acceptRollback rewrites only the buckets it read: the others keep their remembered floors; a command that read nothing writes nothing")
+    func acceptRollbackKeepsOtherBuckets() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (store, key) = try await newStore(memory: .directory(directory))
+        let names = try names(store, count: 2, sameBucket: false)
+        let bRow = try bucketCondition(store, names[1])
+        let emptyB = try PostgresServer.psql("SELECT encode(sealed, 'hex') FROM vault_buckets WHERE \(bRow)")
+        try await store.add(NewEntry(name: names[0], secret: SecureBytes("a1")))
+        let aBucket = try bucketCondition(store, names[0]), aRow = try rowCondition(store, names[0])
+        let savedA = try PostgresServer.psql("SELECT encode(sealed, 'hex') FROM vault_buckets WHERE \(aBucket)")
+        let savedARow = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(aRow)").split(separator: " ")
+        try await store.put(NewEntry(name: names[0], secret: SecureBytes("a2")))
+        try await store.add(NewEntry(name: names[1], secret: SecureBytes("b")))
+        await store.close()
+        let record = directory + "/pg-\(hex(store.vaultID)).buckets"
+        let before = try Data(contentsOf: URL(fileURLWithPath: record))
+        // A command that fails before reading anything writes nothing.
+        let idle = try await reopen(store, key: key, memory: .directory(directory), acceptRollback: true)
+        await idle.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: record)) == before)
+        // Bucket A put back on purpose, accepted and read.
+        try PostgresServer.psql("""
+            UPDATE vault_buckets SET sealed = decode('\(savedA)', 'hex') WHERE \(aBucket);
+            UPDATE vault_entries SET sealed = decode('\(savedARow[0])', 'hex'), row_generation = \(savedARow[1]) WHERE \(aRow)
+            """)
+        let accepting = try await reopen(store, key: key, memory: .directory(directory), acceptRollback: true)
+        #expect(try await accepting.secret(named: names[0]) == SecureBytes("a1"))
+        await accepting.close()
+        let later = try await reopen(store, key: key, memory: .directory(directory))
+        #expect(try await later.secret(named: names[0]) == SecureBytes("a1"))
+        await later.close()
+        // Bucket B, never read by the accepting command, kept its floor: B put back empty is a rollback.
+        try PostgresServer.psql("""
+            UPDATE vault_buckets SET sealed = decode('\(emptyB)', 'hex') WHERE \(bRow);
+            DELETE FROM vault_entries WHERE \(try rowCondition(store, names[1]))
+            """)
+        let check = try await reopen(store, key: key, memory: .directory(directory))
+        #expect(await errorCode { _ = try await check.secret(named: names[1]) } == .rollbackDetected)
+        await check.close()
+    }
+
+    @Test("a database put back to before the move to layout 3 (state version 2 again) is refused at open on a machine that remembers the buckets; acceptRollback opens it")
+    func restoredToBeforeTheUpgrade() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (store, key) = try await newStore(memory: .directory(directory), layoutVersion: 2)
+        try await store.add(NewEntry(name: "token", secret: SecureBytes("old")))
+        let id = vault(store)
+        let savedState = try PostgresServer.psql("SELECT encode(state, 'hex') FROM vault_stores WHERE vault_id = \(id)")
+        let savedRow = try PostgresServer.psql("SELECT encode(sealed, 'hex') || ' ' || row_generation FROM vault_entries WHERE \(try rowCondition(store, "token"))").split(separator: " ")
+        _ = try await store.upgradeLayout()
+        try await store.put(NewEntry(name: "token", secret: SecureBytes("new")))
+        await store.close()
+        try PostgresServer.psql("""
+            DELETE FROM vault_buckets WHERE vault_id = \(id);
+            UPDATE vault_stores SET state = decode('\(savedState)', 'hex') WHERE vault_id = \(id);
+            UPDATE vault_entries SET sealed = decode('\(savedRow[0])', 'hex'), row_generation = \(savedRow[1]) WHERE \(try rowCondition(store, "token"))
+            """)
+        #expect(await errorCode { _ = try await reopen(store, key: key, memory: .directory(directory)) } == .rollbackDetected)
+        let accepted = try await reopen(store, key: key, memory: .directory(directory), acceptRollback: true)
+        #expect(try await accepted.secret(named: "token") == SecureBytes("old"))
+        await accepted.close()
+    }
 }

@@ -119,8 +119,10 @@ struct PostgresBucketUnitTests {
         var merged = generations
         merged[5] = 1
         #expect(memory.read(storeID: vaultID, bucketBits: 4, key: key) == merged)
-        memory.write(storeID: vaultID, bucketBits: 4, generations: lower, key: key, replacing: true)
+        memory.write(storeID: vaultID, bucketBits: 4, generations: lower, key: key, replacing: [3])
         #expect(memory.read(storeID: vaultID, bucketBits: 4, key: key) == lower)
+        #expect(memory.remembers(storeID: vaultID, key: key))
+        #expect(!memory.remembers(storeID: Array(repeating: 8, count: 16), key: key))
         #expect(memory.read(storeID: vaultID, bucketBits: 4, key: SymmetricKey(bytes: SecureBytes(copying: try SecureRandom.bytes(count: 32)))) == nil)
         #expect(memory.read(storeID: vaultID, bucketBits: 5, key: key) == nil)
         let path = directory + "/pg-" + vaultID.map { String(format: "%02x", $0) }.joined() + ".buckets"
@@ -128,6 +130,45 @@ struct PostgresBucketUnitTests {
         bytes[30] ^= 1
         try bytes.write(to: URL(fileURLWithPath: path))
         #expect(memory.read(storeID: vaultID, bucketBits: 4, key: key) == nil)
+    }
+
+    @Test("the .buckets record: writers at once keep each other's buckets (flock around read-merge-write); an altered record is not remembered")
+    func bucketRecordConcurrentWriters() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vault-pgb-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = SymmetricKey(bytes: SecureBytes(copying: try SecureRandom.bytes(count: 32)))
+        let storeID = vaultID
+        let directoryMemory = RollbackMemory.directory(directory)
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    let memory = StoreBucketMemory(memory: directoryMemory)
+                    for round in 0..<20 {
+                        var generations = [UInt64](repeating: 0, count: 1 << 8)
+                        generations[writer * 16 + round % 16] = UInt64(round + 1)
+                        memory.write(storeID: storeID, bucketBits: 8, generations: generations, key: key)
+                    }
+                }
+            }
+        }
+        let record = try #require(StoreBucketMemory(memory: directoryMemory).read(storeID: storeID, bucketBits: 8, key: key))
+        for writer in 0..<16 {
+            for slot in 0..<16 {
+                // Rounds slot and slot + 16 (when under 20) wrote this bucket; the higher stays.
+                let expected = UInt64(slot + 16 < 20 ? slot + 17 : slot + 1)
+                #expect(record[writer * 16 + slot] == expected, "bucket \(writer * 16 + slot)")
+            }
+        }
+        #expect(FileManager.default.fileExists(atPath: directory + "/pg-" + storeID.map { String(format: "%02x", $0) }.joined() + ".buckets.lock"))
+    }
+
+    @Test("an accepted rollback lowers one bucket and the sum; the buckets read are tracked")
+    func acceptedRollback() {
+        var seen = PostgresBucketGenerations(remembered: [0, 3, 0, 2])
+        #expect(seen.observed.isEmpty)
+        seen.accept(1, at: 1)
+        seen.raise(3, to: 2)
+        #expect(seen.sum == 3 && seen.record(bucketCount: 4) == [0, 1, 0, 2] && seen.observed == [1, 3])
     }
 
     @Test("the per-bucket memory's sum only grows")

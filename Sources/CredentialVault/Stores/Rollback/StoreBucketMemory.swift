@@ -53,14 +53,42 @@ package struct StoreBucketMemory: Sendable {
         }
     }
 
-    /// Remembers `generations` (one per bucket) for `storeID`, atomically; a failure is logged, not
-    /// thrown. Unless `replacing` (a rollback accepted on purpose), each bucket keeps the higher of
-    /// the remembered and the given generation (another process may have closed later).
-    package func write(storeID: [UInt8], bucketBits: UInt8, generations: [UInt64], key: SymmetricKey, replacing: Bool = false) {
+    /// True when this machine holds an authentic record of `storeID` (of any bucket count): the
+    /// store was seen in layout 3, so a version 1 or 2 state of it is the database put back to
+    /// before its upgrade.
+    package func remembers(storeID: [UInt8], key: SymmetricKey) -> Bool {
+        guard let path = path(storeID), SecureFileSystem.exists(path),
+              let bytes = try? SecureFileSystem.readPrivateFile(path, maxBytes: Self.headerByteCount + (1 << 16) * 8 + 32),
+              bytes.count > Self.headerByteCount else { return false }
+        let bits = bytes[Self.headerByteCount - 1]
+        return bits <= 16 && read(storeID: storeID, bucketBits: bits, key: key) != nil
+    }
+
+    /// Remembers `generations` (one per bucket) for `storeID`; a failure is logged, not thrown.
+    /// Each bucket keeps the higher of the remembered and the given generation (another process
+    /// may have closed later), except the buckets in `replacing` (a rollback accepted on purpose,
+    /// for the buckets actually read then), which take the given one.
+    ///
+    /// The read, merge and write run under an exclusive `flock` on `pg-<id>.buckets.lock` (two
+    /// processes closing at once keep each other's buckets), and the file is written durably
+    /// (synced, then its folder): a crash leaves the old record or the new one, never a torn file.
+    package func write(storeID: [UInt8], bucketBits: UInt8, generations: [UInt64], key: SymmetricKey,
+                       replacing: Set<UInt32> = []) {
         guard let directory, let path = path(storeID), generations.count == 1 << Int(bucketBits) else { return }
+        let lock: FileLock
+        do {
+            try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
+            lock = try FileLock.acquire(path: path + ".lock", mode: .exclusive, timeout: .seconds(5))
+        } catch {
+            logger.warning("could not remember the store's bucket generations", metadata: ["path": "\(path)", "error": "\(error)"])
+            return
+        }
+        defer { lock.release() }
         var merged = generations
-        if !replacing, let remembered = read(storeID: storeID, bucketBits: bucketBits, key: key) {
-            merged = zip(generations, remembered).map { max($0, $1) }
+        if let remembered = read(storeID: storeID, bucketBits: bucketBits, key: key) {
+            merged = generations.indices.map { index in
+                replacing.contains(UInt32(index)) ? generations[index] : max(generations[index], remembered[index])
+            }
             if merged == remembered { return }
         }
         do {
@@ -71,8 +99,7 @@ package struct StoreBucketMemory: Sendable {
             writer.append(bucketBits)
             for generation in merged { writer.append(generation) }
             let mac = try HMACSHA256.authenticationCode(for: writer.bytes, using: macKey(storeID: storeID, key: key))
-            try SecureFileSystem.ensurePrivateDirectory(directory, create: true)
-            try SecureFileSystem.writeFileAtomically(path, contents: writer.bytes + mac, durable: false)
+            try SecureFileSystem.writeFileAtomically(path, contents: writer.bytes + mac, durable: true)
         } catch {
             logger.warning("could not remember the store's bucket generations", metadata: ["path": "\(path)", "error": "\(error)"])
         }

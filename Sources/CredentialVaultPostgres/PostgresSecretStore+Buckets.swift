@@ -159,13 +159,17 @@ extension PostgresSecretStore {
                              "the database holds generation \(sum) of this vault (the sum of its buckets'), older than generation \(options.minimumGeneration) already seen",
                              fix: "restore the newer database state, or open with a lower minimum generation if the restore was deliberate")
         }
+        // Completeness by the set of lookups, not a count: a lookup twice (the primary key dropped)
+        // could otherwise stand in for a deleted row.
+        var seenLookups = Set<[UInt8]>(minimumCapacity: fetched.rows.count)
         for row in fetched.rows {
+            guard seenLookups.insert(row.lookup).inserted else { throw VaultError.tampered(region: "entry rows (a lookup twice)") }
             let bucket = PostgresBucket.index(of: row.lookup, bits: bits)
             guard row.rowGeneration >= 1, opened[bucket]?.rows[row.lookup] == UInt64(row.rowGeneration) else {
                 throw VaultError.tampered(region: "entry row (an older copy, or a row its bucket does not list)")
             }
         }
-        guard fetched.rows.count == listed else {
+        guard seenLookups.count == listed else {
             throw VaultError.tampered(region: "entry rows (\(fetched.rows.count) rows, the buckets list \(listed): deleted)")
         }
         return (sum, fetched.rows)

@@ -43,7 +43,10 @@ extension PostgresSecretStore {
                 for try await (lookup, rowGeneration) in try await connection.query(
                     "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger)
                     .decode((ByteBuffer, Int64).self) {
-                    rows[Array(buffer: lookup)] = rowGeneration
+                    // A lookup twice (the primary key dropped) is tampering, not one row.
+                    guard rows.updateValue(rowGeneration, forKey: Array(buffer: lookup)) == nil else {
+                        throw VaultError.tampered(region: "entry rows (a lookup twice)")
+                    }
                 }
                 progress.tick()
                 try Self.checkRowSet(rows.map { ($0.key, $0.value) }, against: state)

@@ -250,4 +250,36 @@ struct PostgresBucketReviewTests {
         #expect(try await accepted.secret(named: "token") == SecureBytes("old"))
         await accepted.close()
     }
+
+    @Test("duplicate lookups (the primary key dropped, one row deleted, another doubled) are tampered: list, verify, a write, upgradeLayout")
+    func duplicateLookupsAreTampered() async throws {
+        try await withOwnDatabase { url in
+            let (store, key) = try await newStore(url: url)
+            let names = try names(store, count: 2, sameBucket: true)
+            try await store.add(NewEntry(name: names[0], secret: SecureBytes("a")))
+            try await store.add(NewEntry(name: names[1], secret: SecureBytes("b")))
+            let legacyKey = try PostgresServer.newKey()
+            var legacyOptions = PostgresServer.options()
+            legacyOptions.layoutVersion = 2
+            let legacy = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(url: url), key: legacyKey, options: legacyOptions)
+            try await legacy.add(NewEntry(name: "a", secret: SecureBytes("a")))
+            try await legacy.add(NewEntry(name: "b", secret: SecureBytes("b")))
+            let constraint = try PostgresServer.psql("SELECT conname FROM pg_constraint WHERE conrelid = 'vault_entries'::regclass AND contype = 'p'", url: url)
+            try PostgresServer.psql("""
+                ALTER TABLE vault_entries DROP CONSTRAINT \(constraint);
+                DELETE FROM vault_entries WHERE \(try rowCondition(store, names[1]));
+                INSERT INTO vault_entries SELECT * FROM vault_entries WHERE \(try rowCondition(store, names[0]));
+                DELETE FROM vault_entries WHERE \(try rowCondition(legacy, "b"));
+                INSERT INTO vault_entries SELECT * FROM vault_entries WHERE \(try rowCondition(legacy, "a"))
+                """, url: url)
+            let fresh = try await reopen(store, key: key)
+            #expect(await errorCode { _ = try await fresh.list() } == .tampered)
+            #expect(await errorCode { _ = try await fresh.verify() } == .tampered)
+            #expect(await errorCode { try await fresh.put(NewEntry(name: names[0], secret: SecureBytes("x"))) } == .tampered)
+            #expect(await errorCode { _ = try await legacy.upgradeLayout() } == .tampered)
+            await fresh.close()
+            await legacy.close()
+            await store.close()
+        }
+    }
 }

@@ -7,7 +7,7 @@ import PostgresNIO
 struct PostgresBucketRead: PostgresPreparedStatement {
     static let name = "vault_bucket_read_v3"
     static let sql = """
-        SELECT pg_is_in_recovery(), b.sealed, e.row_generation, e.sealed
+        SELECT pg_catalog.pg_is_in_recovery(), b.sealed, e.row_generation, e.sealed
         FROM vault_buckets b LEFT JOIN vault_entries e ON e.vault_id = b.vault_id AND e.lookup = $2
         WHERE b.vault_id = $1 AND b.bucket = $3
         """

@@ -120,10 +120,10 @@ extension PostgresSecretStore {
         let progress = PostgresProgress()
         let fetched: (buckets: [UInt32: [UInt8]], rows: [BucketedRow]) = try await guarding(retryingRead: true, progress: progress) {
             let rows = try await client.query("""
-                SELECT pg_is_in_recovery(), b.bucket, b.sealed, NULL::bytea, NULL::bigint, NULL::bytea
+                SELECT pg_catalog.pg_is_in_recovery(), b.bucket, b.sealed, NULL::bytea, NULL::bigint, NULL::bytea
                 FROM vault_buckets b WHERE b.vault_id = \(vaultID)
                 UNION ALL
-                SELECT pg_is_in_recovery(), NULL::integer, NULL::bytea, e.lookup, e.row_generation, e.sealed
+                SELECT pg_catalog.pg_is_in_recovery(), NULL::integer, NULL::bytea, e.lookup, e.row_generation, e.sealed
                 FROM vault_entries e WHERE e.vault_id = \(vaultID)
                 """, logger: logger)
             var buckets: [UInt32: [UInt8]] = [:]
@@ -212,7 +212,7 @@ extension PostgresSecretStore {
         var answer: (Bool, [UInt8], [UInt8], (Int64, [UInt8])?, (Int64, [UInt8])?)?
         for try await (inRecovery, accessBucketSealed, refreshBucketSealed, accessGeneration, accessSealed, refreshGeneration, refreshSealed)
             in try await connection.query("""
-            SELECT pg_is_in_recovery(), ab.sealed, rb.sealed, a.row_generation, a.sealed, r.row_generation, r.sealed
+            SELECT pg_catalog.pg_is_in_recovery(), ab.sealed, rb.sealed, a.row_generation, a.sealed, r.row_generation, r.sealed
             FROM vault_buckets ab JOIN vault_buckets rb ON rb.vault_id = ab.vault_id AND rb.bucket = \(Int32(refreshBucket))
             LEFT JOIN vault_entries a ON a.vault_id = ab.vault_id AND a.lookup = \(ByteBuffer(bytes: accessLookup))
             LEFT JOIN vault_entries r ON r.vault_id = ab.vault_id AND r.lookup = \(ByteBuffer(bytes: refreshLookup))

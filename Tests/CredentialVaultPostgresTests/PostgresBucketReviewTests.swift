@@ -282,4 +282,25 @@ struct PostgresBucketReviewTests {
             await store.close()
         }
     }
+
+    @Test("a public.pg_is_in_recovery() that lies (search_path public first) changes nothing: the store calls pg_catalog's")
+    func qualifiedRecoveryCheck() async throws {
+        try await withOwnDatabase { url in
+            let (store, key) = try await newStore(url: url)
+            try await store.add(NewEntry(name: "a", secret: SecureBytes("value")))
+            await store.close()
+            let database = String(url[url.index(after: try #require(url.range(of: "/", options: .backwards)).lowerBound)...])
+            try PostgresServer.psql("""
+                CREATE FUNCTION public.pg_is_in_recovery() RETURNS boolean LANGUAGE sql AS 'SELECT true';
+                ALTER DATABASE \(database) SET search_path = public, pg_catalog
+                """, url: url)
+            var options = PostgresServer.options(timeout: .seconds(20))
+            options.rollbackMemory = .disabled
+            let reader = try await PostgresSecretStore.open(configuration: store.configuration, key: key, options: options)
+            #expect(try await reader.secret(named: "a") == SecureBytes("value"))
+            #expect(try await reader.list().count == 1)
+            try await reader.put(NewEntry(name: "a", secret: SecureBytes("again")))
+            await reader.close()
+        }
+    }
 }

@@ -58,7 +58,8 @@ struct PostgresStateV3: Equatable {
             throw VaultError.tampered(region: "state row (altered, or sealed for another store name)")
         }
         let bytes = plain.withUnsafeBytes { Array($0) }
-        guard bytes.count == 1 + reservedByteCount, let bits = bytes.first, bucketBitsRange.contains(bits) else {
+        guard bytes.count == 1 + reservedByteCount, let bits = bytes.first, bucketBitsRange.contains(bits),
+              bytes.dropFirst().allSatisfy({ $0 == 0 }) else {
             throw VaultError(.unsupportedVersion, "the state row's bucket layout is one this build does not read",
                              fix: "open it with the newer vault that wrote it")
         }

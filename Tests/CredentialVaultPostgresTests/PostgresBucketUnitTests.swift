@@ -162,6 +162,22 @@ struct PostgresBucketUnitTests {
         #expect(FileManager.default.fileExists(atPath: directory + "/pg-" + storeID.map { String(format: "%02x", $0) }.joined() + ".buckets.lock"))
     }
 
+    @Test("a version 3 state whose reserved bytes are not zero is an unsupported version")
+    func stateReservedBytes() throws {
+        let keys = try keys()
+        let aad = PostgresStateV3.aad(vaultID: vaultID, storeName: "s")
+        let good = try PostgresStateV3(bucketBits: 12).sealed(vaultID: vaultID, storeName: "s", keys: keys)
+        #expect(try PostgresStateV3.open(good, vaultID: vaultID, storeName: "s", keys: keys).bucketBits == 12)
+        let plain: [UInt8] = [12, 0, 0, 1, 0, 0, 0, 0]
+        let odd = [PostgresStateV3.version] + (try AES256GCM.seal(plain, using: keys.state, authenticating: aad).combined)
+        #expect(throws: VaultError.self) { try PostgresStateV3.open(odd, vaultID: self.vaultID, storeName: "s", keys: keys) }
+        do {
+            _ = try PostgresStateV3.open(odd, vaultID: vaultID, storeName: "s", keys: keys)
+        } catch let error as VaultError {
+            #expect(error.code == .unsupportedVersion)
+        }
+    }
+
     @Test("an accepted rollback lowers one bucket and the sum; the buckets read are tracked")
     func acceptedRollback() {
         var seen = PostgresBucketGenerations(remembered: [0, 3, 0, 2])

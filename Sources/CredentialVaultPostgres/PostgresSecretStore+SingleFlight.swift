@@ -69,7 +69,8 @@ extension PostgresSecretStore {
         let refresherFailure = Mutex<(any Error)?>(nil)
         let outcome: (Credentials, PostgresCommitted?)
         do {
-            outcome = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout * 7) {
+            // Through the store's guarding: a standby answering the token read has the primary sought again.
+            outcome = try await guarding(timeout: options.operationTimeout * 7) {
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                     let current = try await self.readCredentials(session: session, on: connection)
@@ -77,11 +78,11 @@ extension PostgresSecretStore {
                         guard let refreshToken = current.refreshToken else {
                             throw VaultError(.sessionExpired, "the access token has expired and there is no refresh token")
                         }
-                        var fresh: Credentials
                         // The rows the save will write are locked before the grant: a writer holding them
                         // (a long import) delays this transaction before the refresh, never between the
                         // grant and its save, where a timeout would lose the new pair.
                         try await self.lockSessionRows(session: session, on: connection)
+                        var fresh: Credentials
                         do {
                             fresh = try await refresher(refreshToken)
                         } catch {

@@ -483,7 +483,8 @@ public final class PostgresSecretStore: Sendable {
     /// deadline, to the primary found then. A write is not retried: one cut off may have committed,
     /// so the caller sees `.serverUnavailable` and its next call goes to the new primary.
     /// With `progress`, the deadline applies to each statement (`PostgresErrors.guarding(_:timeout:progress:_:)`).
-    func guarding<T: Sendable>(retryingRead: Bool = false, progress: PostgresProgress? = nil,
+    /// `timeout` replaces `Options.operationTimeout` (a refresh allows for the refresher's own time).
+    func guarding<T: Sendable>(retryingRead: Bool = false, progress: PostgresProgress? = nil, timeout: Duration? = nil,
                                _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let selection = client.selection
         let attempt: @Sendable () async throws -> T = {
@@ -495,7 +496,7 @@ public final class PostgresSecretStore: Sendable {
             }
         }
         do {
-            return try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, progress: progress) {
+            return try await PostgresErrors.guarding(configuration, timeout: timeout ?? options.operationTimeout, progress: progress) {
                 guard retryingRead else { return try await attempt() }
                 do {
                     return try await attempt()

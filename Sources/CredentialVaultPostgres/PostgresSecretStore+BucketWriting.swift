@@ -13,9 +13,12 @@ extension PostgresSecretStore {
     static let rowsPerStatement = 1_000
 
     /// The body of a write transaction on a version 3 store, on a connection inside `BEGIN`.
+    /// A change of one entry (the common case) sends two statements with scalar binds, named and
+    /// prepared when `prepared` (`PostgresBucketLock`, then `PostgresBucketEntryPut` or
+    /// `PostgresBucketEntryRemove`); several changes send arrays (unnest), unprepared.
     /// - Returns: each bucket's new generation, and the metadata of every entry put, in order.
     func applyBuckets(_ changes: [Change], bits: UInt8, on connection: PostgresConnection,
-                      progress: PostgresProgress?) async throws -> (PostgresCommitted, [EntryMetadata]) {
+                      progress: PostgresProgress?, prepared: Bool = false) async throws -> (PostgresCommitted, [EntryMetadata]) {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
         // Every change's lookup and bucket, computed once. Client work between statements ticks
@@ -37,7 +40,10 @@ extension PostgresSecretStore {
         // deadlock) and reads every row of them: each bucket's listing is checked against all of its
         // rows before it is sealed forward, so an older bucket row put back alone is refused here,
         // not sealed forward by a writer that never saw the newer one (docs/SECURITY.md).
-        let locked = try await lockAndReadBuckets(touched, bits: bits, sealedOf: candidates, on: connection)
+        let single = changes.count == 1 && touched.count == 1
+        let locked = single
+            ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared, on: connection)
+            : try await lockAndReadBuckets(touched, bits: bits, sealedOf: candidates, on: connection)
         var buckets: [UInt32: PostgresBucket] = [:]
         for (number, sealed) in locked.buckets {
             buckets[number] = try observeBucket(sealed, bucket: number, bits: bits,
@@ -117,7 +123,7 @@ extension PostgresSecretStore {
         let removed = finalRows.compactMap { lookup, sealed in
             sealed == nil && originals[PostgresBucket.index(of: lookup, bits: bits)]?.rows[lookup] != nil ? ByteBuffer(bytes: lookup) : nil
         }
-        if !removed.isEmpty {
+        if !single, !removed.isEmpty {
             try await connection.query(
                 "DELETE FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = ANY(\(removed)::bytea[])", logger: logger)
             progress?.tick()
@@ -129,6 +135,12 @@ extension PostgresSecretStore {
         let sealedBuckets = try touched.map { number in
             ByteBuffer(bytes: try (buckets[number] ?? PostgresBucket(generation: 0, rows: [:]))
                 .sealed(vaultID: self.vaultID, storeName: storeName, bucket: number, keys: keys))
+        }
+        if single, let (lookup, sealed) = finalRows.first {
+            try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: Int64(newGenerations[touched[0]] ?? 0),
+                                    bucket: numbers[0], sealedBucket: sealedBuckets[0], prepared: prepared, on: connection)
+            progress?.tick()
+            return (.buckets(newGenerations), stored)
         }
         var start = 0
         repeat {
@@ -212,6 +224,56 @@ extension PostgresSecretStore {
             }
         }
         return (sealedBuckets, rows)
+    }
+
+    /// As `lockAndReadBuckets`, for one bucket: `PostgresBucketLock`, with scalar binds, named and
+    /// prepared when `prepared` (else the same SQL unprepared).
+    func lockAndReadBucket(_ bucket: UInt32, bits: UInt8, sealedOf wanted: [UInt8]?, prepared: Bool,
+                           on connection: PostgresConnection) async throws -> (buckets: [UInt32: [UInt8]], rows: [[UInt8]: LockedRow]) {
+        let range = Self.lookupRange(of: bucket, bits: bits)
+        let statement = PostgresBucketLock(vaultID: ByteBuffer(bytes: vaultID), bucket: Int32(bitPattern: bucket),
+                                           low: ByteBuffer(bytes: range.low), high: ByteBuffer(bytes: range.high),
+                                           sealedOf: wanted.map { ByteBuffer(bytes: $0) })
+        var sealedBuckets: [UInt32: [UInt8]] = [:]
+        var rows: [[UInt8]: LockedRow] = [:]
+        func take(_ row: PostgresBucketLock.Row) throws {
+            if let bucketSealed = row.0 {
+                sealedBuckets[bucket] = Array(buffer: bucketSealed)
+            } else if let lookup = row.1, let rowGeneration = row.2 {
+                try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: row.3)
+            }
+        }
+        if prepared {
+            for try await row in try await connection.execute(statement, logger: options.logger) { try take(row) }
+        } else {
+            let query = PostgresQuery(unsafeSQL: PostgresBucketLock.sql, binds: try statement.makeBindings())
+            for try await row in try await connection.query(query, logger: options.logger) { try take(try statement.decodeRow(row)) }
+        }
+        return (sealedBuckets, rows)
+    }
+
+    /// The write of one entry (`sealed`, or nil to remove it) and its bucket row, in one statement:
+    /// `PostgresBucketEntryPut` or `PostgresBucketEntryRemove`, named and prepared when `prepared`.
+    func writeOneEntry(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
+                       prepared: Bool, on connection: PostgresConnection) async throws {
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let logger = options.logger
+        if let sealed {
+            let statement = PostgresBucketEntryPut(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration,
+                                                   sealed: ByteBuffer(bytes: sealed), bucket: bucket, sealedBucket: sealedBucket)
+            if prepared {
+                for try await _ in try await connection.execute(statement, logger: logger) {}   // to its end: the statement done
+            } else {
+                try await connection.query(PostgresQuery(unsafeSQL: PostgresBucketEntryPut.sql, binds: try statement.makeBindings()), logger: logger)
+            }
+        } else {
+            let statement = PostgresBucketEntryRemove(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket)
+            if prepared {
+                for try await _ in try await connection.execute(statement, logger: logger) {}   // to its end: the statement done
+            } else {
+                try await connection.query(PostgresQuery(unsafeSQL: PostgresBucketEntryRemove.sql, binds: try statement.makeBindings()), logger: logger)
+            }
+        }
     }
 
     /// Every entry row of `buckets` (already locked by this transaction), read by a statement of its own.

@@ -51,12 +51,34 @@ extension PostgresSecretStore {
         let logger = options.logger
         let progress = PostgresProgress()
         let (committed, stored) = try await guarding(progress: progress) {
-            try await client.withTransaction(logger: logger) { connection in
-                try await self.apply(changes, on: connection, progress: progress)
+            let prepared = self.preparedReads.load(ordering: .relaxed)
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    try await self.apply(changes, on: connection, progress: progress, prepared: prepared)
+                }
+            } catch let error as PostgresTransactionError where prepared && Self.refusedPreparing(error.closureError) {
+                // As reads: a pooler that cannot keep named statements has this store write unprepared
+                // from now on; a statement whose preparing failed (postgres-nio keeps the failure on its
+                // connection) is sent unprepared this once. The transaction was rolled back: sent again whole.
+                if let closureError = error.closureError, PostgresEntryRead.isUnsupported(closureError) {
+                    self.preparedReads.store(false, ordering: .relaxed)
+                }
+                return try await client.withTransaction(logger: logger) { connection in
+                    try await self.apply(changes, on: connection, progress: progress, prepared: false)
+                }
             }
         }
         recordCommitted(committed)
         return stored
+    }
+
+    /// True for a server error a prepared statement may meet where the same SQL unprepared may not:
+    /// a pooler without named statements (SQLSTATE 26000, 42P05), or a failed Parse that postgres-nio
+    /// keeps on its connection (class 42: a table or column missing when first prepared). Never a
+    /// timing error (a lock or statement timeout, a deadlock), which is not sent twice.
+    static func refusedPreparing(_ error: (any Error)?) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+        return state == "26000" || state.hasPrefix("42")
     }
 
     /// Records what a committed transaction advanced.
@@ -86,14 +108,15 @@ extension PostgresSecretStore {
 
     /// The body of a write transaction, on a connection inside `BEGIN`, for the store's layout.
     /// - Returns: What the transaction advanced, and the metadata of every entry put, in order.
+    /// `prepared`: a version 3 write of one entry sends named prepared statements.
     func apply(_ changes: [Change], on connection: PostgresConnection,
-               progress: PostgresProgress? = nil) async throws -> (PostgresCommitted, [EntryMetadata]) {
+               progress: PostgresProgress? = nil, prepared: Bool = false) async throws -> (PostgresCommitted, [EntryMetadata]) {
         if case let .buckets(bits) = layout.withLock({ $0 }) {
-            return try await applyBuckets(changes, bits: bits, on: connection, progress: progress)
+            return try await applyBuckets(changes, bits: bits, on: connection, progress: progress, prepared: prepared)
         }
         if let (state, stored) = try await applySingle(changes, on: connection, progress: progress) { return (.state(state), stored) }
         // Another process moved the store to version 3 meanwhile; this store now uses it.
-        return try await apply(changes, on: connection, progress: progress)
+        return try await apply(changes, on: connection, progress: progress, prepared: prepared)
     }
 
     /// The body of a write transaction on a version 1 or 2 store; nil (nothing written) when the

@@ -1,0 +1,56 @@
+@testable import CredentialVaultPostgres
+import CredentialVault
+import Foundation
+import Testing
+import TestScheduling
+import VaultCrypto
+
+/// A write of one entry to a version 3 store sends two named prepared statements (lock + read,
+/// then write); a connection that lost them (a pooler's DISCARD ALL) has the write sent again
+/// unprepared, and the store writes unprepared from then on, as it reads.
+@Suite("PostgreSQL store: buckets (version 3), prepared writes of one entry", .blockingWork, .enabled(if: PostgresServer.shouldRun))
+struct PostgresBucketPreparedWriteTests {
+    private func prepared(_ store: PostgresSecretStore) async throws -> Set<String> {
+        var names: Set<String> = []
+        for try await name in try await store.client.query("SELECT name FROM pg_prepared_statements").decode(String.self) {
+            names.insert(name)
+        }
+        return names
+    }
+
+    @Test("put, add and remove of one entry use the prepared statements; after DEALLOCATE ALL the write is sent again unprepared, nothing lost")
+    func preparedWritesAndFallback() async throws {
+        var configuration = try PostgresServer.configuration()
+        configuration.maximumConnections = 1   // one connection: the statements below run where the store writes
+        var options = PostgresServer.options()
+        options.layoutVersion = 3
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: try PostgresServer.newKey(), options: options)
+        try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
+        try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a2")))
+        var names = try await prepared(store)
+        #expect(names.isSuperset(of: [PostgresBucketLock.name, PostgresBucketEntryPut.name]))
+        try await store.add(NewEntry(name: "b", secret: SecureBytes("value-b")))
+        try await store.remove(named: "b")
+        names = try await prepared(store)
+        #expect(names.contains(PostgresBucketEntryRemove.name))
+        #expect(await errorCode { try await store.add(NewEntry(name: "a", secret: SecureBytes("again"))) } == .alreadyExists)
+        #expect(await errorCode { try await store.remove(named: "b") } == .notFound)
+        let preparedBefore = store.preparedReads.load(ordering: .relaxed)
+        #expect(preparedBefore)
+
+        // What PgBouncer's server_reset_query does between clients: the statements are gone from the
+        // server while the driver still thinks them prepared (SQLSTATE 26000 on the next write).
+        _ = try await store.client.query("DEALLOCATE ALL").collect()
+        try await store.put(NewEntry(name: "c", secret: SecureBytes("value-c")))
+        let preparedAfter = store.preparedReads.load(ordering: .relaxed)
+        #expect(!preparedAfter)
+        try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a3")))
+        try await store.remove(named: "c")
+        try await store.put(contentsOf: [NewEntry(name: "d", secret: SecureBytes("value-d")), NewEntry(name: "e", secret: SecureBytes("value-e"))])
+        #expect(try await store.secret(named: "a") == SecureBytes("value-a3"))
+        #expect(await errorCode { _ = try await store.secret(named: "c") } == .notFound)
+        #expect(try await store.list().map(\.name) == ["a", "d", "e"])
+        #expect(try await store.verify().entriesChecked == 3)
+        await store.close()
+    }
+}

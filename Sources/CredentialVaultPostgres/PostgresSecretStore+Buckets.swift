@@ -28,25 +28,38 @@ extension PostgresSecretStore {
     /// of it, refusing one older (a rollback), and records its generation.
     func observeBucket(_ sealed: [UInt8], bucket: UInt32, bits: UInt8, floor: UInt64) throws -> PostgresBucket {
         let opened = try PostgresBucket.open(sealed, vaultID: vaultID, storeName: storeName, bucket: bucket, bits: bits, keys: keys)
-        if options.acceptRollback && opened.generation < floor {
+        try observeGeneration(opened.generation, bucket: bucket, floor: floor)
+        return opened
+    }
+
+    /// As `observeBucket`, for a read of one entry: the bucket's listing checked the same way but
+    /// kept sorted and searched, not made a dictionary.
+    func observeBucketListing(_ sealed: [UInt8], bucket: UInt32, bits: UInt8, floor: UInt64) throws -> PostgresBucketListing {
+        let opened = try PostgresBucketListing.open(sealed, vaultID: vaultID, storeName: storeName, bucket: bucket, bits: bits, keys: keys)
+        try observeGeneration(opened.generation, bucket: bucket, floor: floor)
+        return opened
+    }
+
+    /// Refuses a bucket generation older than `floor` (a rollback), unless accepted, and records it.
+    private func observeGeneration(_ generation: UInt64, bucket: UInt32, floor: UInt64) throws {
+        if options.acceptRollback && generation < floor {
             // A restore done on purpose: this bucket's memory follows the database (written at close).
-            bucketsSeen.withLock { $0.accept(bucket, at: opened.generation) }
-            return opened
+            bucketsSeen.withLock { $0.accept(bucket, at: generation) }
+            return
         }
-        guard opened.generation >= floor else {
+        guard generation >= floor else {
             throw VaultError(.rollbackDetected,
-                             "the database holds generation \(opened.generation) of bucket \(bucket) of this vault, older than generation \(floor) already seen",
+                             "the database holds generation \(generation) of bucket \(bucket) of this vault, older than generation \(floor) already seen",
                              fix: "restore the newer database state, or open with acceptRollback if the restore was deliberate")
         }
-        bucketsSeen.withLock { $0.raise(bucket, to: opened.generation) }
-        return opened
+        bucketsSeen.withLock { $0.raise(bucket, to: generation) }
     }
 
     /// An entry row checked against the bucket read with it: one the bucket lists but the database
     /// lacks was deleted; one of another generation than listed (an older copy put back) or not
     /// listed at all is tampered; nil when neither lists nor holds it.
-    func openListedRow(_ row: (rowGeneration: Int64, sealed: [UInt8])?, lookup: [UInt8], bucket: PostgresBucket) throws -> VaultEntry? {
-        let expected = bucket.rows[lookup]
+    /// `expected` is the row generation the bucket lists for `lookup` (nil: none).
+    func openListedRow(_ row: (rowGeneration: Int64, sealed: [UInt8])?, lookup: [UInt8], expected: UInt64?) throws -> VaultEntry? {
         guard let row else {
             if expected != nil { throw VaultError.tampered(region: "entry row (deleted)") }
             return nil
@@ -90,9 +103,9 @@ extension PostgresSecretStore {
             throw VaultError.tampered(region: "bucket row \(bucket) (missing)")
         }
         let row = try PostgresBucketRead.checked(answer, configuration: configuration)
-        let opened = try observeBucket(row.bucket, bucket: bucket, bits: bits, floor: floor)
+        let opened = try observeBucketListing(row.bucket, bucket: bucket, bits: bits, floor: floor)
         let entryRow = row.rowGeneration.flatMap { generation in row.sealed.map { (generation, $0) } }
-        guard let entry = try openListedRow(entryRow, lookup: lookup, bucket: opened) else {
+        guard let entry = try openListedRow(entryRow, lookup: lookup, expected: opened.rowGeneration(of: lookup)) else {
             throw VaultError.entryNotFound(Self.displayName(name, owner: owner))
         }
         return entry
@@ -229,7 +242,7 @@ extension PostgresSecretStore {
         try PostgresBucketRead.refuseStandby(inRecovery: answer.0, configuration: configuration)
         let accessRows = try observeBucket(answer.1, bucket: accessBucket, bits: bits, floor: floors.floor(accessBucket))
         let refreshRows = try observeBucket(answer.2, bucket: refreshBucket, bits: bits, floor: floors.floor(refreshBucket))
-        return (try openListedRow(answer.3, lookup: accessLookup, bucket: accessRows),
-                try openListedRow(answer.4, lookup: refreshLookup, bucket: refreshRows))
+        return (try openListedRow(answer.3, lookup: accessLookup, expected: accessRows.rows[accessLookup]),
+                try openListedRow(answer.4, lookup: refreshLookup, expected: refreshRows.rows[refreshLookup]))
     }
 }

@@ -12,7 +12,7 @@ import VaultCrypto
        .enabled(if: PostgresServer.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"))
 struct PostgresBucketStandbyRefreshTests {
     @Test("after a switchover, validCredentials on the old primary's pool fails at most once (unavailable, no 'PostgresStandbyAnswer'), then reads the new primary",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(10)))
     func validCredentialsSeeksThePrimaryAgain() async throws {
         let primary = try PrivatePostgresServer()
         defer { primary.cleanUp() }

@@ -25,7 +25,7 @@ struct PostgresCutLinkFaultTests {
     static let cut: Duration = .seconds(4)
     static let operationTimeout: Duration = .seconds(15)
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func cutDuringRefreshCostsADelayNotAGrantOrAWrite() async throws {
         let oauth = try OAuthServer.require()
         let server = try NetnsPostgresServer()

@@ -89,7 +89,7 @@ struct PostgresPrimarySelectionTests {
         return "postgres://\(user)@127.0.0.1:1,\(hosts)/vault"
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aHostThatRefusesIsPassedOver() async throws {
         let configuration = try PostgresServer.configuration(url: try Self.urlWithADeadHostFirst())
         let key = try PostgresServer.newKey()
@@ -102,7 +102,7 @@ struct PostgresPrimarySelectionTests {
         await reopened.close()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func noPrimaryAmongTheHostsIsUnavailable() async throws {
         var configuration = try PostgresServer.configuration(url: "postgres://vault@127.0.0.1:1,[::1]:1/vault")
         configuration.connectTimeout = .seconds(2)
@@ -117,7 +117,7 @@ struct PostgresPrimarySelectionTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aClosedStoreRefusesAndKeepsNoPool() async throws {
         let configuration = try PostgresServer.configuration()
         let store = try await PostgresSecretStore.create(configuration: configuration, key: try PostgresServer.newKey(),

@@ -27,7 +27,7 @@ struct PostgresRestartFaultTests {
     static let writerProcesses = min(32, max(1, Int(ProcessInfo.processInfo.environment["VAULT_PG_FAULT_WRITER_PROCESSES"] ?? "") ?? 32))
     static var tasksPerWriter: Int { 32 / writerProcesses }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func fastAndImmediateRestartsLoseNothingAndGrantOnce() async throws {
         let oauth = try OAuthServer.require()
         let server = try PrivatePostgresServer()

@@ -11,6 +11,10 @@ import VaultCrypto
 extension PostgresSecretStore {
     /// How many rows one INSERT … SELECT FROM unnest(…) statement sends.
     static let rowsPerStatement = 1_000
+    /// Up to this many rows a write may replace, their sealed bytes come with the lock statement.
+    static let sealedWithTheLock = 16
+    /// From this many buckets locked, a write turns PostgreSQL's JIT compilation off for its transaction.
+    static let bucketsWithoutJIT = 64
 
     /// The body of a write transaction on a version 3 store, on a connection inside `BEGIN`.
     /// A change of one entry (the common case) sends two statements with scalar binds, named and
@@ -41,9 +45,20 @@ extension PostgresSecretStore {
         // rows before it is sealed forward, so an older bucket row put back alone is refused here,
         // not sealed forward by a writer that never saw the newer one (docs/SECURITY.md).
         let single = changes.count == 1 && touched.count == 1
+        // The sealed bytes of a few replaced rows come with the lock statement; of many (an import
+        // over existing entries), by a statement of their own after it, for the rows that exist:
+        // `lookup = ANY(all of them)` on every row of hundreds of buckets costs more than the scan.
+        let inlineSealed = candidates.count <= Self.sealedWithTheLock ? candidates : []
+        if touched.count >= Self.bucketsWithoutJIT {
+            // The planner prices each bucket's range scan at thousands of rows (a range of a bytea
+            // parameter), so a statement over a few hundred buckets goes over jit_above_cost and
+            // spends 0.1 to several seconds compiling for a scan of 25 rows a bucket (an import of
+            // 100,000 entries took a minute). For this transaction only.
+            try await connection.query("SET LOCAL jit = off", logger: logger)
+        }
         let locked = single
             ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared, on: connection)
-            : try await lockAndReadBuckets(touched, bits: bits, sealedOf: candidates, on: connection)
+            : try await lockAndReadBuckets(touched, bits: bits, sealedOf: inlineSealed, on: connection)
         var buckets: [UInt32: PostgresBucket] = [:]
         for (number, sealed) in locked.buckets {
             buckets[number] = try observeBucket(sealed, bucket: number, bits: bits,
@@ -57,11 +72,15 @@ extension PostgresSecretStore {
         if !Self.rowsMatch(rows, buckets: buckets) {
             // The rows came from the statement's snapshot, taken before it waited for a lock another
             // writer held: read them again now that the locks are held, then they must match.
-            rows = try await readBucketRows(touched, bits: bits, sealedOf: candidates, on: connection)
+            rows = try await readBucketRows(touched, bits: bits, sealedOf: inlineSealed, on: connection)
             progress?.tick()
             guard Self.rowsMatch(rows, buckets: buckets) else {
                 throw VaultError.tampered(region: "entry rows (a bucket's listing does not match its rows: an older bucket row or entry row put back, or rows added or deleted)")
             }
+        }
+        if candidates.count > Self.sealedWithTheLock {
+            try await readSealed(of: Array(Set(candidates.filter { rows[$0] != nil })), into: &rows, on: connection)
+            progress?.tick()
         }
         var newGenerations: [UInt32: UInt64] = [:]
         for bucket in touched {
@@ -273,6 +292,20 @@ extension PostgresSecretStore {
             } else {
                 try await connection.query(PostgresQuery(unsafeSQL: PostgresBucketEntryRemove.sql, binds: try statement.makeBindings()), logger: logger)
             }
+        }
+    }
+
+    /// The sealed bytes of `lookups` (rows of buckets this transaction locked, checked), by primary key.
+    func readSealed(of lookups: [[UInt8]], into rows: inout [[UInt8]: LockedRow], on connection: PostgresConnection) async throws {
+        guard !lookups.isEmpty else { return }
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        for try await (lookup, sealed) in try await connection.query("""
+            SELECT lookup, sealed FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = ANY(\(lookups.map { ByteBuffer(bytes: $0) })::bytea[])
+            """, logger: options.logger).decode((ByteBuffer, ByteBuffer).self) {
+            rows[Array(buffer: lookup)]?.sealed = Array(buffer: sealed)
+        }
+        for lookup in lookups where rows[lookup]?.sealed == nil {
+            throw VaultError.tampered(region: "entry rows (a row vanished inside a transaction)")
         }
     }
 

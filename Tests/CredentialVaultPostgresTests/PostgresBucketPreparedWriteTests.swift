@@ -53,4 +53,30 @@ struct PostgresBucketPreparedWriteTests {
         #expect(try await store.verify().entriesChecked == 3)
         await store.close()
     }
+
+    @Test("a write replacing more entries than come with the lock statement keeps each one's creation time (read by a statement of its own)")
+    func manyReplacedKeepTheirCreationTime() async throws {
+        var options = PostgresServer.options()
+        options.layoutVersion = 3
+        let store = try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(), key: try PostgresServer.newKey(), options: options)
+        let count = PostgresSecretStore.sealedWithTheLock * 2
+        try await store.put(contentsOf: (0..<count).map { NewEntry(name: "n\($0)", secret: SecureBytes("old")) })
+        let before = Dictionary(uniqueKeysWithValues: try await store.list().map { ($0.name, $0.createdAt) })
+        try await Task.sleep(for: .milliseconds(20))
+        // More than sealedWithTheLock replaced, one new, one named twice: all in one transaction.
+        var batch = (0..<PostgresSecretStore.sealedWithTheLock + 2).map { NewEntry(name: "n\($0)", secret: SecureBytes("new")) }
+        batch.append(NewEntry(name: "fresh", secret: SecureBytes("new")))
+        batch.append(NewEntry(name: "n0", secret: SecureBytes("newer")))
+        try await store.put(contentsOf: batch)
+        let after = try await store.list()
+        #expect(after.count == count + 1)
+        for entry in after where entry.name != "fresh" {
+            #expect(entry.createdAt == before[entry.name], "\(entry.name)'s creation time changed")
+        }
+        #expect(try await store.secret(named: "n0") == SecureBytes("newer"))
+        #expect(try await store.secret(named: "n1") == SecureBytes("new"))
+        #expect(try await store.secret(named: "n\(count - 1)") == SecureBytes("old"))
+        #expect(try await store.verify().entriesChecked == count + 1)
+        await store.close()
+    }
 }

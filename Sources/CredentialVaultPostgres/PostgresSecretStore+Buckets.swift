@@ -76,25 +76,9 @@ extension PostgresSecretStore {
         let bucket = PostgresBucket.index(of: lookup, bits: bits)
         let floor = bucketsSeen.withLock { $0.floor(bucket) }
         let statement = PostgresBucketRead(vaultID: ByteBuffer(bytes: vaultID), lookup: ByteBuffer(bytes: lookup), bucket: Int32(bucket))
-        let logger = options.logger
-        let client = self.client
         let configuration = self.configuration
         let answer: PostgresBucketRead.Row? = try await guarding(retryingRead: true) {
-            var answer: PostgresBucketRead.Row?
-            var prepared = self.preparedReads.load(ordering: .relaxed)
-            if prepared {
-                do {
-                    for try await row in try await client.execute(statement, logger: logger) { answer = row }
-                } catch where PostgresEntryRead.isServerError(error) {
-                    // As PostgresEntryRead: a pooler that cannot keep named statements is read unprepared from now on.
-                    if PostgresEntryRead.isUnsupported(error) { self.preparedReads.store(false, ordering: .relaxed) }
-                    prepared = false
-                }
-            }
-            if !prepared {
-                let query = PostgresQuery(unsafeSQL: PostgresBucketRead.sql, binds: try statement.makeBindings())
-                for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
-            }
+            let answer = try await self.lastRow(of: statement)
             // Inside the guarded body: a standby's answer has the primary sought again (and the read sent once more).
             if let answer { try PostgresBucketRead.refuseStandby(inRecovery: answer.0, configuration: configuration) }
             return answer

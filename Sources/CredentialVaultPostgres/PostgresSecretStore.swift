@@ -324,31 +324,12 @@ public final class PostgresSecretStore: Sendable {
         }
         let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
         let vaultID = ByteBuffer(bytes: self.vaultID)
-        let logger = options.logger
-        let client = self.client
         let floor = generation
         let cached = lastState.withLock { $0 }
         let knownVersion = cached?.rowVersion ?? ""
         let statement = PostgresEntryRead(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), knownVersion: knownVersion)
         let row: (state: [UInt8]?, rowVersion: String, rowGeneration: Int64?, sealed: [UInt8]?) = try await guarding {
-            var answer: PostgresEntryRead.Row?
-            var prepared = self.preparedReads.load(ordering: .relaxed)
-            if prepared {
-                do {
-                    for try await row in try await client.execute(statement, logger: logger) { answer = row }
-                } catch where PostgresEntryRead.isServerError(error) {
-                    // A pooler that cannot keep named statements: this store reads unprepared from now on.
-                    // Any other server error is met by the same query unprepared, for this read only:
-                    // postgres-nio keeps a failed Parse on its connection, and a genuine error (a table
-                    // dropped by a restore) fails the unprepared query too and is reported as before.
-                    if PostgresEntryRead.isUnsupported(error) { self.preparedReads.store(false, ordering: .relaxed) }
-                    prepared = false
-                }
-            }
-            if !prepared {
-                let query = PostgresQuery(unsafeSQL: PostgresEntryRead.sql, binds: try statement.makeBindings())
-                for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
-            }
+            let answer = try await self.lastRow(of: statement)
             guard let (state, version, rowGeneration, sealed) = answer else {
                 throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
             }

@@ -25,14 +25,7 @@ extension PostgresSecretStore {
             try await client.withTransaction(logger: logger) { connection in
                 try await Self.ensureSchema(connection, logger: logger)
                 let vaultID = ByteBuffer(bytes: self.vaultID)
-                var sealedState: [UInt8]?
-                for try await buffer in try await connection.query(
-                    "SELECT state FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
-                    sealedState = Array(buffer: buffer)
-                }
-                guard let sealedState else {
-                    throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
-                }
+                let sealedState = try await self.lockedSealedState(on: connection, logger: logger)
                 if PostgresStateV3.isVersion3(sealedState) {
                     let state = try PostgresStateV3.open(sealedState, vaultID: self.vaultID, storeName: self.storeName, keys: self.keys)
                     return (3, state.bucketBits, nil)

@@ -119,11 +119,9 @@ extension PostgresSecretStore {
         return try await apply(changes, on: connection, progress: progress, prepared: prepared)
     }
 
-    /// The body of a write transaction on a version 1 or 2 store; nil (nothing written) when the
-    /// state turns out to be version 3 (this store then switches to it).
-    func applySingle(_ changes: [Change], on connection: PostgresConnection,
-                     progress: PostgresProgress? = nil) async throws -> (PostgresVaultState, [EntryMetadata])? {
-        let logger = options.logger
+    /// The sealed state row of this store, locked (`FOR UPDATE`) until `connection`'s transaction ends.
+    /// - Throws: `.notFound` when the row is gone.
+    func lockedSealedState(on connection: PostgresConnection, logger: Logger) async throws -> [UInt8] {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var sealedState: [UInt8]?
         for try await buffer in try await connection.query(
@@ -133,6 +131,16 @@ extension PostgresSecretStore {
         guard let sealedState else {
             throw VaultError(.notFound, "the vault's state row is gone from the database", fix: "restore the database or re-create the vault")
         }
+        return sealedState
+    }
+
+    /// The body of a write transaction on a version 1 or 2 store; nil (nothing written) when the
+    /// state turns out to be version 3 (this store then switches to it).
+    func applySingle(_ changes: [Change], on connection: PostgresConnection,
+                     progress: PostgresProgress? = nil) async throws -> (PostgresVaultState, [EntryMetadata])? {
+        let logger = options.logger
+        let vaultID = ByteBuffer(bytes: self.vaultID)
+        let sealedState = try await lockedSealedState(on: connection, logger: logger)
         if PostgresStateV3.isVersion3(sealedState) {
             try adoptBucketLayout(sealedState)
             return nil

@@ -34,11 +34,7 @@ extension VaultCommand {
             let store = try await context.storage(.vaultFile(), options)
             let upgrade = try store.upgradeFormat()
             if json {
-                try StandardIO.printOutput(TextLayout.json(.object([
-                    "previousVersion": .integer(Int128(upgrade.previousVersion)),
-                    "version": .integer(Int128(upgrade.version)),
-                    "changed": .bool(upgrade.changed),
-                ])))
+                try printJSON(previousVersion: upgrade.previousVersion, version: upgrade.version, changed: upgrade.changed)
             } else if upgrade.changed {
                 ErrorReport.note("Rewrote the vault from format \(upgrade.previousVersion) to format \(upgrade.version).")
             } else {
@@ -54,17 +50,22 @@ extension VaultCommand {
             }
             let upgrade = try await upgrading.upgradeLayout()
             if json {
-                try StandardIO.printOutput(TextLayout.json(.object([
-                    "previousVersion": .integer(Int128(upgrade.previousVersion)),
-                    "version": .integer(Int128(upgrade.version)),
-                    "changed": .bool(upgrade.changed),
-                ])))
+                try printJSON(previousVersion: upgrade.previousVersion, version: upgrade.version, changed: upgrade.changed)
             } else if upgrade.changed {
                 ErrorReport.note("Rewrote the PostgreSQL store's layout from version \(upgrade.previousVersion) to version \(upgrade.version) "
                                  + "(per-bucket state); vault releases before it cannot read the store.")
             } else {
                 ErrorReport.note("The PostgreSQL store's layout is already version \(upgrade.version); nothing was written.")
             }
+        }
+
+        /// The `--json` answer of both store kinds: previousVersion, version, changed.
+        private func printJSON(previousVersion: Int, version: Int, changed: Bool) throws {
+            try StandardIO.printOutput(TextLayout.json(.object([
+                "previousVersion": .integer(Int128(previousVersion)),
+                "version": .integer(Int128(version)),
+                "changed": .bool(changed),
+            ])))
         }
     }
 }

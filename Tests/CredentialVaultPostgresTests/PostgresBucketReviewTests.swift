@@ -11,42 +11,7 @@ import VaultCrypto
 /// refresh, `acceptRollback` rewriting only the buckets read, a database put back to before the
 /// upgrade, duplicate lookups, a `public.pg_is_in_recovery()` that lies.
 @Suite("PostgreSQL store: buckets (version 3), review findings", .blockingWork, .enabled(if: PostgresServer.shouldRun))
-struct PostgresBucketReviewTests {
-    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-    private func vault(_ store: PostgresSecretStore) -> String { "decode('\(hex(store.vaultID))', 'hex')" }
-
-    private func lookup(_ store: PostgresSecretStore, _ name: String, owner: String = "") throws -> [UInt8] {
-        try PostgresRowCodec.lookup(owner: owner, name: name, keys: store.keys)
-    }
-
-    private func bucket(_ store: PostgresSecretStore, _ name: String, owner: String = "") throws -> UInt32 {
-        guard case let .buckets(bits) = store.layout.withLock({ $0 }) else { throw VaultError.corrupt("not bucketed") }
-        return PostgresBucket.index(of: try lookup(store, name, owner: owner), bits: bits)
-    }
-
-    private func rowCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
-        "vault_id = \(vault(store)) AND lookup = decode('\(hex(try lookup(store, name)))', 'hex')"
-    }
-
-    private func bucketCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
-        "vault_id = \(vault(store)) AND bucket = \(try bucket(store, name))"
-    }
-
-    /// Names `count` entries in one bucket (or, without `sameBucket`, each in its own).
-    private func names(_ store: PostgresSecretStore, count: Int, sameBucket: Bool) throws -> [String] {
-        var found: [String] = []
-        var buckets: Set<UInt32> = []
-        for index in 0..<200_000 where found.count < count {
-            let name = "n\(index)"
-            let number = try bucket(store, name)
-            if sameBucket ? (buckets.isEmpty || buckets.contains(number)) : !buckets.contains(number) {
-                found.append(name)
-                buckets.insert(number)
-            }
-        }
-        return found
-    }
-
+struct PostgresBucketReviewTests: PostgresBucketRowQueries {
     private func newStore(url: String? = nil, bits: UInt8 = 6, memory: RollbackMemory = .disabled,
                           layoutVersion: Int = 3) async throws -> (PostgresSecretStore, VaultKey) {
         let key = try PostgresServer.newKey()

@@ -9,42 +9,7 @@ import VaultCrypto
 /// the database's administrator as its own test, with the exact error; the move from version 2;
 /// writers of different buckets not queueing on each other.
 @Suite("PostgreSQL store: buckets (version 3), tampering, upgrade, concurrency", .blockingWork, .enabled(if: PostgresServer.shouldRun))
-struct PostgresBucketTests {
-    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-    private func vault(_ store: PostgresSecretStore) -> String { "decode('\(hex(store.vaultID))', 'hex')" }
-
-    private func lookup(_ store: PostgresSecretStore, _ name: String, owner: String = "") throws -> [UInt8] {
-        try PostgresRowCodec.lookup(owner: owner, name: name, keys: store.keys)
-    }
-
-    private func bucket(_ store: PostgresSecretStore, _ name: String) throws -> UInt32 {
-        guard case let .buckets(bits) = store.layout.withLock({ $0 }) else { throw VaultError.corrupt("not bucketed") }
-        return PostgresBucket.index(of: try lookup(store, name), bits: bits)
-    }
-
-    private func rowCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
-        "vault_id = \(vault(store)) AND lookup = decode('\(hex(try lookup(store, name)))', 'hex')"
-    }
-
-    private func bucketCondition(_ store: PostgresSecretStore, _ name: String) throws -> String {
-        "vault_id = \(vault(store)) AND bucket = \(try bucket(store, name))"
-    }
-
-    /// Names `count` entries that fall in different buckets (or, with `sameBucket`, in one).
-    private func names(_ store: PostgresSecretStore, count: Int, sameBucket: Bool) throws -> [String] {
-        var found: [String] = []
-        var buckets: Set<UInt32> = []
-        for index in 0..<100_000 where found.count < count {
-            let name = "n\(index)"
-            let number = try bucket(store, name)
-            if sameBucket ? (buckets.isEmpty || buckets.contains(number)) : !buckets.contains(number) {
-                found.append(name)
-                buckets.insert(number)
-            }
-        }
-        return found
-    }
-
+struct PostgresBucketTests: PostgresBucketRowQueries {
     private func newStore(bits: UInt8 = PostgresStateV3.defaultBucketBits,
                           memory: RollbackMemory = .disabled) async throws -> (PostgresSecretStore, VaultKey) {
         let key = try PostgresServer.newKey()

@@ -43,17 +43,8 @@ final class NetnsPostgresServer: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
         process.arguments = ["120", PostgresServer.repositoryRoot + "/scripts/netns-postgres"] + arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestFailure("scripts/netns-postgres \(arguments.first ?? "") exited \(process.terminationStatus): "
-                              + String(decoding: errorData, as: UTF8.self).suffix(1000))
+        return try PostgresServer.runCapturing(process) { status, errors in
+            "scripts/netns-postgres \(arguments.first ?? "") exited \(status): " + errors.suffix(1000)
         }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

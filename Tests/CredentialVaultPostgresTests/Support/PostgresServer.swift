@@ -51,17 +51,7 @@ enum PostgresServer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["psql", try url ?? requireURL(), "-v", "ON_ERROR_STOP=1", "-X", "-q", "-A", "-t", "-c", sql]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestFailure("psql exited \(process.terminationStatus): \(String(decoding: errorData, as: UTF8.self))")
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try runCapturing(process) { status, errors in "psql exited \(status): \(errors)" }
     }
 
     /// Runs scripts/postgres-server with `arguments`; returns its stdout.

@@ -52,9 +52,13 @@ extension PostgresSecretStore {
         if touched.count >= Self.bucketsWithoutJIT {
             // The planner prices each bucket's range scan at thousands of rows (a range of a bytea
             // parameter), so a statement over a few hundred buckets goes over jit_above_cost and
-            // spends 0.1 to several seconds compiling for a scan of 25 rows a bucket (an import of
-            // 100,000 entries took a minute). For this transaction only.
-            try await connection.query("SET LOCAL jit = off", logger: logger)
+            // spends 0.1 s or more compiling for a scan of 25 rows a bucket; and while a bulk import
+            // grows the table faster than autovacuum analyzes it, the statistics of a small table
+            // make a sequential scan of all the vault's entry rows, materialized to disk, look
+            // cheaper than the index ranges (an import of 100,000 entries took over a minute).
+            // For this transaction only: its statements all have the primary key indexes to use.
+            try await connection.query(
+                "SELECT pg_catalog.set_config('jit', 'off', true), pg_catalog.set_config('enable_seqscan', 'off', true)", logger: logger)
         }
         let locked = single
             ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared, on: connection)

@@ -219,6 +219,8 @@ extension PostgresSecretStore {
     }
 
     /// Locks `buckets` (ascending) and reads them with every entry row in them, in one statement.
+    /// Each bucket's rows are a subquery of their own (`OFFSET 0` keeps the planner from making it a
+    /// join): an index range scan per bucket, never one scan of all the vault's rows materialized.
     /// The entry rows come from the statement's snapshot: when it waited for a lock, they may be
     /// older than the bucket rows (which are the latest, as FOR UPDATE returns them).
     func lockAndReadBuckets(_ buckets: [UInt32], bits: UInt8, sealedOf wanted: [[UInt8]],
@@ -238,7 +240,8 @@ extension PostgresSecretStore {
             SELECT NULL::integer, NULL::bytea, e.lookup, e.row_generation,
                    CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
-            JOIN vault_entries e ON e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high
+            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation, e.sealed FROM vault_entries e
+                                WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
             """, logger: options.logger).decode((Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
             if let bucket, let bucketSealed {
                 sealedBuckets[UInt32(bitPattern: bucket)] = Array(buffer: bucketSealed)
@@ -322,7 +325,8 @@ extension PostgresSecretStore {
         for try await (lookup, rowGeneration, sealed) in try await connection.query("""
             SELECT e.lookup, e.row_generation, CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
-            JOIN vault_entries e ON e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high
+            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation, e.sealed FROM vault_entries e
+                                WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
             """, logger: options.logger).decode((ByteBuffer, Int64, ByteBuffer?).self) {
             try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: sealed)
         }

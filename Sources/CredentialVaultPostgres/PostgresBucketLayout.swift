@@ -13,8 +13,9 @@ import VaultCrypto
 struct PostgresStateV3: Equatable {
     static let version: UInt8 = 3
     static let aadLabel = Array("vault-pg state v3".utf8)
-    /// 4,096 buckets: about 25 entries each at 100,000 entries.
-    static let defaultBucketBits: UInt8 = 12
+    /// 16,384 buckets: about 6 entries each at 100,000 entries (a write reads every row of its
+    /// bucket; 4,096 gave about 25 and missed issue 38's put targets, docs/BENCHMARKS.md).
+    static let defaultBucketBits: UInt8 = 14
     static let bucketBitsRange: ClosedRange<UInt8> = 4...16
     static let reservedByteCount = 7
 

@@ -39,8 +39,12 @@ public final class PostgresSecretStore: Sendable {
         /// The layout `create` writes: 3 (bucketed, the default) or 2 (the single state row of
         /// releases before issue 38; `package` so that tests can make a store an older release wrote).
         package var layoutVersion = 3
-        /// How many bits of a lookup choose its bucket in a new version 3 store (2^bits buckets).
-        package var bucketBits = PostgresStateV3.defaultBucketBits
+        /// How many bits of a lookup choose its bucket when `create` or `upgradeLayout` writes a
+        /// version 3 store: 2^bits buckets, 4...16, default 14 (16,384). A write reads every row of
+        /// its bucket, so its cost follows entries ÷ buckets (about 6 at 100,000 entries); a store
+        /// expected to stay small may take fewer (its creation and `list` read every bucket row).
+        /// Fixed once the store is written.
+        public var bucketBits = PostgresStateV3.defaultBucketBits
 
         /// Default options: no remembered generation, 10 s per operation, the system clock, no logging.
         public init(minimumGeneration: UInt64 = 0, operationTimeout: Duration = .seconds(10),

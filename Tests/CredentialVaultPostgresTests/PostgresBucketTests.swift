@@ -10,6 +10,9 @@ import VaultCrypto
 /// writers of different buckets not queueing on each other.
 @Suite("PostgreSQL store: buckets (version 3), tampering, upgrade, concurrency", .blockingWork, .enabled(if: PostgresServer.shouldRun))
 struct PostgresBucketTests: PostgresBucketRowQueries {
+    /// How many bucket rows a new store has (the library's default bits).
+    static let bucketCount = 1 << Int(PostgresStateV3.defaultBucketBits)
+
     private func newStore(bits: UInt8 = PostgresStateV3.defaultBucketBits,
                           memory: RollbackMemory = .disabled) async throws -> (PostgresSecretStore, VaultKey) {
         let key = try PostgresServer.newKey()
@@ -25,13 +28,13 @@ struct PostgresBucketTests: PostgresBucketRowQueries {
         return try await PostgresSecretStore.open(configuration: store.configuration, key: key, options: options)
     }
 
-    @Test("a new store is version 3: a 37-byte state starting with 3, and all 4,096 bucket rows from creation")
+    @Test("a new store is version 3: a 37-byte state starting with 3, and all 2^14 = 16,384 bucket rows from creation")
     func newStoreLayout() async throws {
         let (store, _) = try await newStore()
         #expect(try PostgresServer.psql("SELECT get_byte(state, 0) || ' ' || length(state) FROM vault_stores WHERE vault_id = \(vault(store))")
                 == "3 37")
         #expect(try PostgresServer.psql("SELECT count(*) || ' ' || min(bucket) || ' ' || max(bucket) FROM vault_buckets WHERE vault_id = \(vault(store))")
-                == "4096 0 4095")
+                == "\(Self.bucketCount) 0 \(Self.bucketCount - 1)")
         // Today's release before version 3 reads the state with PostgresVaultState.open: it refuses it.
         let state = try PostgresServer.psql("SELECT encode(state, 'hex') FROM vault_stores WHERE vault_id = \(vault(store))")
         let bytes = stride(from: 0, to: state.count, by: 2).compactMap { offset -> UInt8? in
@@ -261,11 +264,11 @@ struct PostgresBucketTests: PostgresBucketRowQueries {
         #expect((moved.previousVersion, moved.version, moved.changed) == (2, 3, true))
         #expect(try PostgresServer.psql(stateQuery) == "3")
         #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets b JOIN vault_stores s USING (vault_id) WHERE s.store_name = '\(configuration.storeName)'")
-                == "4096")
+                == "\(Self.bucketCount)")
         #expect(try await store.secret(named: "a") == SecureBytes("value-a2"))
         #expect(try await store.list().count == 51)
         let report = try await store.verify()
-        #expect((report.entriesChecked, report.isIntact, report.generation) == (51, true, 3 * 4096))
+        #expect((report.entriesChecked, report.isIntact, report.generation) == (51, true, 3 * UInt64(Self.bucketCount)))
         // Once more: unchanged.
         let again = try await store.upgradeLayout()
         #expect((again.previousVersion, again.version, again.changed) == (3, 3, false))
@@ -323,7 +326,7 @@ struct PostgresBucketTests: PostgresBucketRowQueries {
         #expect(try await PostgresSecretStore.destroy(configuration: store.configuration, options: PostgresServer.options()))
         #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets WHERE vault_id = \(id)") == "0")
         #expect(try PostgresServer.psql("SELECT count(*) FROM vault_entries WHERE vault_id = \(id)") == "0")
-        #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets WHERE vault_id = \(vault(neighbour))") == "4096")
+        #expect(try PostgresServer.psql("SELECT count(*) FROM vault_buckets WHERE vault_id = \(vault(neighbour))") == "\(Self.bucketCount)")
         await neighbour.close()
     }
 

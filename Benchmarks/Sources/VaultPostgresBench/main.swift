@@ -185,9 +185,11 @@ func storeReadKeys(_ client: PostgresClient, storeName: String) async throws -> 
         """).collect()
     return try rows.map { row in
         let (vault, lookup) = try row.decode((ByteBuffer, ByteBuffer).self)
-        // Layout 3's bucket: the lookup's first 4 bytes, big-endian, shifted right by 32 − 12 (4,096 buckets).
+        // Layout 3's bucket: the lookup's first 4 bytes, big-endian, shifted right by 32 − bits
+        // (VAULT_BENCH_BUCKET_BITS, else the library's default, 14: 16,384 buckets).
+        let bits = UInt32(ProcessInfo.processInfo.environment["VAULT_BENCH_BUCKET_BITS"].flatMap { UInt8($0) } ?? 14)
         let prefix = lookup.getBytes(at: lookup.readerIndex, length: 4) ?? [0, 0, 0, 0]
-        let bucket = Int32((UInt32(prefix[0]) << 24 | UInt32(prefix[1]) << 16 | UInt32(prefix[2]) << 8 | UInt32(prefix[3])) >> 20)
+        let bucket = Int32((UInt32(prefix[0]) << 24 | UInt32(prefix[1]) << 16 | UInt32(prefix[2]) << 8 | UInt32(prefix[3])) >> (32 - bits))
         return (vault, lookup, bucket)
     }
 }
@@ -372,7 +374,9 @@ let floorClient = PostgresClient(configuration: floorConfiguration, backgroundLo
 let floorRunner = Task { await floorClient.run() }
 let key = VaultKey.keyMaterial(SecureBytes(copying: try SecureRandom.bytes(count: 32)))
 let value = SecureBytes(copying: try SecureRandom.bytes(count: valueBytes))
-let options = PostgresSecretStore.Options(operationTimeout: .seconds(120))
+var options = PostgresSecretStore.Options(operationTimeout: .seconds(120))
+// VAULT_BENCH_BUCKET_BITS=12: the stores are created with 2^12 buckets (default: the library's, 14).
+if let bits = environment["VAULT_BENCH_BUCKET_BITS"].flatMap(UInt8.init) { options.bucketBits = bits }
 var results: [Result] = []
 
 print("Values of \(valueBytes) bytes; fill in transactions of \(batchSize) entries (`put(contentsOf:)`).")

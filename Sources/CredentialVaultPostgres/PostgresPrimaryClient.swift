@@ -27,6 +27,19 @@ struct PostgresPrimaryClient: Sendable {
         }
     }
 
+    /// Runs `closure` on a connection to the primary, in autocommit (as `PostgresClient.withConnection`).
+    func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let client = try await selection.primary()
+        do {
+            return try await client.withConnection(isolation: isolation, closure)
+        } catch {
+            throw lost(error)
+        }
+    }
+
     /// Sends `query` to the primary (as `PostgresClient.query`).
     func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line)
         async throws -> PostgresRowSequence {

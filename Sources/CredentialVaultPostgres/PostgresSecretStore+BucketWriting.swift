@@ -20,9 +20,14 @@ extension PostgresSecretStore {
     /// A change of one entry (the common case) sends two statements with scalar binds, named and
     /// prepared when `prepared` (`PostgresBucketLock`, then `PostgresBucketEntryPut` or
     /// `PostgresBucketEntryRemove`); several changes send arrays (unnest), unprepared.
+    ///
+    /// `optimistic` (one change only, on a connection in autocommit, not inside `BEGIN`): the bucket
+    /// is read without a lock (`PostgresBucketSnapshot`) and saved only if it is still the row read;
+    /// when another writer changed it meanwhile, nothing is written and `PostgresBucketMoved` is thrown.
     /// - Returns: each bucket's new generation, and the metadata of every entry put, in order.
     func applyBuckets(_ changes: [Change], bits: UInt8, on connection: PostgresConnection,
-                      progress: PostgresProgress?, prepared: Bool = false) async throws -> (PostgresCommitted, [EntryMetadata]) {
+                      progress: PostgresProgress?, prepared: Bool = false,
+                      optimistic: Bool = false) async throws -> (PostgresCommitted, [EntryMetadata]) {
         let logger = options.logger
         let vaultID = ByteBuffer(bytes: self.vaultID)
         // Every change's lookup and bucket, computed once. Client work between statements ticks
@@ -45,6 +50,7 @@ extension PostgresSecretStore {
         // rows before it is sealed forward, so an older bucket row put back alone is refused here,
         // not sealed forward by a writer that never saw the newer one (docs/SECURITY.md).
         let single = changes.count == 1 && touched.count == 1
+        let optimistic = optimistic && single   // only one change goes without a transaction
         // The sealed bytes of a few replaced rows come with the lock statement; of many (an import
         // over existing entries), by a statement of their own after it, for the rows that exist:
         // `lookup = ANY(all of them)` on every row of hundreds of buckets costs more than the scan.
@@ -60,13 +66,16 @@ extension PostgresSecretStore {
             try await connection.query(
                 "SELECT pg_catalog.set_config('jit', 'off', true), pg_catalog.set_config('enable_seqscan', 'off', true)", logger: logger)
         }
+        // The rollback rule's floors as they are before the statement is sent: a row read unlocked
+        // comes from the statement's snapshot, which may predate a write this process has since seen.
+        let floors = bucketsSeen.withLock { seen in Dictionary(uniqueKeysWithValues: touched.map { ($0, seen.floor($0)) }) }
         let locked = single
-            ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared, on: connection)
+            ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared,
+                                          locking: !optimistic, on: connection)
             : try await lockAndReadBuckets(touched, bits: bits, sealedOf: inlineSealed, on: connection)
         var buckets: [UInt32: PostgresBucket] = [:]
         for (number, sealed) in locked.buckets {
-            buckets[number] = try observeBucket(sealed, bucket: number, bits: bits,
-                                                floor: bucketsSeen.withLock { $0.floor(number) })
+            buckets[number] = try observeBucket(sealed, bucket: number, bits: bits, floor: floors[number] ?? 0)
         }
         progress?.tick()
         for bucket in touched where buckets[bucket] == nil {
@@ -76,6 +85,11 @@ extension PostgresSecretStore {
         if !Self.rowsMatch(rows, buckets: buckets) {
             // The rows came from the statement's snapshot, taken before it waited for a lock another
             // writer held: read them again now that the locks are held, then they must match.
+            // Unlocked, the bucket row and the rows came from one snapshot, which every writer
+            // changes in one commit: they must match as read.
+            guard !optimistic else {
+                throw VaultError.tampered(region: "entry rows (a bucket's listing does not match its rows: an older bucket row or entry row put back, or rows added or deleted)")
+            }
             rows = try await readBucketRows(touched, bits: bits, sealedOf: inlineSealed, on: connection)
             progress?.tick()
             guard Self.rowsMatch(rows, buckets: buckets) else {
@@ -159,10 +173,24 @@ extension PostgresSecretStore {
             ByteBuffer(bytes: try (buckets[number] ?? PostgresBucket(generation: 0, rows: [:]))
                 .sealed(vaultID: self.vaultID, storeName: storeName, bucket: number, keys: keys))
         }
-        if single, let (lookup, sealed) = finalRows.first {
-            try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: Int64(newGenerations[touched[0]] ?? 0),
-                                    bucket: numbers[0], sealedBucket: sealedBuckets[0], prepared: prepared, on: connection)
+        if single, let (lookup, sealed) = finalRows.first, let previous = locked.buckets[touched[0]] {
+            let saved = try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: Int64(newGenerations[touched[0]] ?? 0),
+                                                bucket: numbers[0], sealedBucket: sealedBuckets[0],
+                                                previousBucket: ByteBuffer(bytes: previous), prepared: prepared, on: connection)
             progress?.tick()
+            guard saved else {
+                // Read without a lock: another writer saved the bucket since; nothing was written.
+                if optimistic { throw PostgresBucketMoved() }
+                throw VaultError.tampered(region: "bucket row \(touched[0]) (changed while locked)")
+            }
+            if optimistic {
+                // In autocommit the server commits at the statement's Sync, after its rows and
+                // CommandComplete, which is where postgres-nio ends the statement: the commit (with
+                // the wait for a synchronous standby) is done, or failed, only when the connection is
+                // ready again. The next statement on it waits for that; a failed commit fails it.
+                try await connection.query("SELECT 1", logger: options.logger)
+                progress?.tick()
+            }
             return (.buckets(newGenerations), stored)
         }
         var start = 0
@@ -253,8 +281,9 @@ extension PostgresSecretStore {
     }
 
     /// As `lockAndReadBuckets`, for one bucket: `PostgresBucketLock`, with scalar binds, named and
-    /// prepared when `prepared` (else the same SQL unprepared).
-    func lockAndReadBucket(_ bucket: UInt32, bits: UInt8, sealedOf wanted: [UInt8]?, prepared: Bool,
+    /// prepared when `prepared` (else the same SQL unprepared); without the lock when not `locking`
+    /// (`PostgresBucketSnapshot`: every row from one snapshot).
+    func lockAndReadBucket(_ bucket: UInt32, bits: UInt8, sealedOf wanted: [UInt8]?, prepared: Bool, locking: Bool = true,
                            on connection: PostgresConnection) async throws -> (buckets: [UInt32: [UInt8]], rows: [[UInt8]: LockedRow]) {
         let range = Self.lookupRange(of: bucket, bits: bits)
         let statement = PostgresBucketLock(vaultID: ByteBuffer(bytes: vaultID), bucket: Int32(bitPattern: bucket),
@@ -269,10 +298,13 @@ extension PostgresSecretStore {
                 try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: row.3)
             }
         }
-        if prepared {
+        switch (prepared, locking) {
+        case (true, true):
             for try await row in try await connection.execute(statement, logger: options.logger) { try take(row) }
-        } else {
-            let query = PostgresQuery(unsafeSQL: PostgresBucketLock.sql, binds: try statement.makeBindings())
+        case (true, false):
+            for try await row in try await connection.execute(PostgresBucketSnapshot(read: statement), logger: options.logger) { try take(row) }
+        case (false, _):
+            let query = PostgresQuery(unsafeSQL: locking ? PostgresBucketLock.sql : PostgresBucketSnapshot.sql, binds: try statement.makeBindings())
             for try await row in try await connection.query(query, logger: options.logger) { try take(try statement.decodeRow(row)) }
         }
         return (sealedBuckets, rows)
@@ -280,26 +312,33 @@ extension PostgresSecretStore {
 
     /// The write of one entry (`sealed`, or nil to remove it) and its bucket row, in one statement:
     /// `PostgresBucketEntryPut` or `PostgresBucketEntryRemove`, named and prepared when `prepared`.
+    /// - Returns: false when the bucket row was no longer `previousBucket` (nothing written).
     func writeOneEntry(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
-                       prepared: Bool, on connection: PostgresConnection) async throws {
+                       previousBucket: ByteBuffer, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
         let vaultID = ByteBuffer(bytes: self.vaultID)
-        let logger = options.logger
         if let sealed {
-            let statement = PostgresBucketEntryPut(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration,
-                                                   sealed: ByteBuffer(bytes: sealed), bucket: bucket, sealedBucket: sealedBucket)
-            if prepared {
-                for try await _ in try await connection.execute(statement, logger: logger) {}   // to its end: the statement done
-            } else {
-                try await connection.query(PostgresQuery(unsafeSQL: PostgresBucketEntryPut.sql, binds: try statement.makeBindings()), logger: logger)
-            }
+            return try await savedCount(of: PostgresBucketEntryPut(
+                vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration, sealed: ByteBuffer(bytes: sealed),
+                bucket: bucket, sealedBucket: sealedBucket, previousBucket: previousBucket), prepared: prepared, on: connection) == 1
+        }
+        return try await savedCount(of: PostgresBucketEntryRemove(
+            vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket,
+            previousBucket: previousBucket), prepared: prepared, on: connection) == 1
+    }
+
+    /// The one number a compare-and-set write answers, sent prepared or unprepared; nil when no row came.
+    private func savedCount<S: PostgresPreparedStatement>(of statement: S, prepared: Bool,
+                                                          on connection: PostgresConnection) async throws -> Int64? where S.Row == Int64 {
+        var count: Int64?
+        if prepared {
+            for try await row in try await connection.execute(statement, logger: options.logger) { count = row }
         } else {
-            let statement = PostgresBucketEntryRemove(vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket)
-            if prepared {
-                for try await _ in try await connection.execute(statement, logger: logger) {}   // to its end: the statement done
-            } else {
-                try await connection.query(PostgresQuery(unsafeSQL: PostgresBucketEntryRemove.sql, binds: try statement.makeBindings()), logger: logger)
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings()),
+                                                            logger: options.logger) {
+                count = try statement.decodeRow(row)
             }
         }
+        return count
     }
 
     /// The sealed bytes of `lookups` (rows of buckets this transaction locked, checked), by primary key.

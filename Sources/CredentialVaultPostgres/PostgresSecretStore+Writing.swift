@@ -5,6 +5,10 @@ import NIOCore
 import PostgresNIO
 import VaultCrypto
 
+/// Thrown by an optimistic write of one entry whose bucket another writer saved after it was read:
+/// nothing was written, and the write is tried again.
+struct PostgresBucketMoved: Error {}
+
 extension PostgresSecretStore {
     /// One change of a write transaction.
     enum Change {
@@ -44,32 +48,58 @@ extension PostgresSecretStore {
     /// + 1 and the buckets are sealed and saved. Versions 1 and 2: the state row is locked, the row
     /// set is checked against it, every change is applied at generation + 1 and the new state is
     /// sealed and saved. Either all changes are committed or none.
+    ///
+    /// One change to a version 3 store goes without `BEGIN`/`COMMIT` (two round trips, not four):
+    /// its bucket is read unlocked and saved only if unchanged (`applyBuckets(optimistic:)`), tried
+    /// `optimisticAttempts` times while other writers keep changing that bucket, then in a
+    /// transaction that locks it.
     @discardableResult
     func write(_ changes: [Change]) async throws -> [EntryMetadata] {
         try Self.validate(changes)
-        let client = self.client
-        let logger = options.logger
         let progress = PostgresProgress()
         let (committed, stored) = try await guarding(progress: progress) {
             let prepared = self.preparedReads.load(ordering: .relaxed)
             do {
-                return try await client.withTransaction(logger: logger) { connection in
-                    try await self.apply(changes, on: connection, progress: progress, prepared: prepared)
-                }
-            } catch let error as PostgresTransactionError where prepared && Self.refusedPreparing(error.closureError) {
+                return try await self.send(changes, progress: progress, prepared: prepared)
+            } catch where prepared && Self.refusedPreparing((error as? PostgresTransactionError)?.closureError ?? error) {
                 // As reads: a pooler that cannot keep named statements has this store write unprepared
                 // from now on; a statement whose preparing failed (postgres-nio keeps the failure on its
-                // connection) is sent unprepared this once. The transaction was rolled back: sent again whole.
-                if let closureError = error.closureError, PostgresEntryRead.isUnsupported(closureError) {
+                // connection) is sent unprepared this once. Nothing was written (a transaction was rolled
+                // back; an optimistic write fails before its one writing statement or in it): sent again whole.
+                if PostgresEntryRead.isUnsupported((error as? PostgresTransactionError)?.closureError ?? error) {
                     self.preparedReads.store(false, ordering: .relaxed)
                 }
-                return try await client.withTransaction(logger: logger) { connection in
-                    try await self.apply(changes, on: connection, progress: progress, prepared: false)
-                }
+                return try await self.send(changes, progress: progress, prepared: false)
             }
         }
         recordCommitted(committed)
         return stored
+    }
+
+    /// How many times a write of one entry reads its bucket unlocked and finds it changed by another
+    /// writer before it takes the bucket's lock in a transaction instead.
+    static let optimisticAttempts = 3
+
+    /// `changes` sent once: one change to a version 3 store optimistically, else (or after
+    /// `optimisticAttempts` buckets changed under it) in a transaction.
+    private func send(_ changes: [Change], progress: PostgresProgress, prepared: Bool) async throws -> (PostgresCommitted, [EntryMetadata]) {
+        let client = self.client
+        let logger = options.logger
+        if changes.count == 1, case let .buckets(bits) = layout.withLock({ $0 }) {
+            for _ in 0..<Self.optimisticAttempts {
+                do {
+                    return try await client.withConnection { connection in
+                        try await self.applyBuckets(changes, bits: bits, on: connection, progress: progress,
+                                                    prepared: prepared, optimistic: true)
+                    }
+                } catch is PostgresBucketMoved {
+                    progress.tick()
+                }
+            }
+        }
+        return try await client.withTransaction(logger: logger) { connection in
+            try await self.apply(changes, on: connection, progress: progress, prepared: prepared)
+        }
     }
 
     /// True for a server error a prepared statement may meet where the same SQL unprepared may not:

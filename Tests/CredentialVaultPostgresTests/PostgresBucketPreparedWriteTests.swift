@@ -28,7 +28,7 @@ struct PostgresBucketPreparedWriteTests {
         try await store.add(NewEntry(name: "a", secret: SecureBytes("value-a")))
         try await store.put(NewEntry(name: "a", secret: SecureBytes("value-a2")))
         var names = try await prepared(store)
-        #expect(names.isSuperset(of: [PostgresBucketLock.name, PostgresBucketEntryPut.name]))
+        #expect(names.isSuperset(of: [PostgresBucketSnapshot.name, PostgresBucketEntryPut.name]))
         try await store.add(NewEntry(name: "b", secret: SecureBytes("value-b")))
         try await store.remove(named: "b")
         names = try await prepared(store)

@@ -33,12 +33,41 @@ enum PostgresSchema {
             bucket   integer NOT NULL,
             sealed   bytea   NOT NULL,
             PRIMARY KEY (vault_id, bucket)
-        )
+        ) WITH (fillfactor = 50)
         """
 
-    /// True when all three tables are there (the fast path: no schema lock).
+    /// The write of one entry to a version 3 store and its commit, in one round trip
+    /// (`PostgresBucketWriteCall`): the bucket row saved only if it is still the one read
+    /// (compare-and-set), then the entry upserted (or deleted, `entry_sealed` NULL), then COMMIT,
+    /// inside the procedure, so that the answer (`saved`, the bucket rows saved: 1, or 0 when another
+    /// writer changed the bucket and nothing was written) comes only once the commit is done.
+    static let createWriteProcedure: PostgresQuery = """
+        CREATE OR REPLACE PROCEDURE vault_bucket_write_v3(
+            vault bytea, entry_lookup bytea, entry_generation bigint, entry_sealed bytea,
+            bucket_number integer, bucket_sealed bytea, bucket_read bytea, INOUT saved bigint DEFAULT NULL)
+        LANGUAGE plpgsql AS $procedure$
+        BEGIN
+            UPDATE vault_buckets SET sealed = bucket_sealed
+            WHERE vault_id = vault AND bucket = bucket_number AND sealed = bucket_read;
+            GET DIAGNOSTICS saved = ROW_COUNT;
+            IF saved = 1 THEN
+                IF entry_sealed IS NULL THEN
+                    DELETE FROM vault_entries WHERE vault_id = vault AND lookup = entry_lookup;
+                ELSE
+                    INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
+                    VALUES (vault, entry_lookup, entry_generation, entry_sealed)
+                    ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed;
+                END IF;
+            END IF;
+            COMMIT;
+        END
+        $procedure$
+        """
+
+    /// Whether all three tables are there (the fast path: no schema lock), and whether the write procedure is.
     static let tablesPresent: PostgresQuery = """
         SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL
-               AND to_regclass('vault_buckets') IS NOT NULL
+               AND to_regclass('vault_buckets') IS NOT NULL,
+               to_regprocedure('vault_bucket_write_v3(bytea,bytea,bigint,bytea,integer,bytea,bytea,bigint)') IS NOT NULL
         """
 }

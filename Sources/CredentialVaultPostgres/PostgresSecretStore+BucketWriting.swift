@@ -66,16 +66,18 @@ extension PostgresSecretStore {
             try await connection.query(
                 "SELECT pg_catalog.set_config('jit', 'off', true), pg_catalog.set_config('enable_seqscan', 'off', true)", logger: logger)
         }
-        // The rollback rule's floors as they are before the statement is sent: a row read unlocked
-        // comes from the statement's snapshot, which may predate a write this process has since seen.
-        let floors = bucketsSeen.withLock { seen in Dictionary(uniqueKeysWithValues: touched.map { ($0, seen.floor($0)) }) }
+        // Unlocked, the rollback rule's floor is the one held before the statement was sent: the
+        // row comes from the statement's snapshot, which may predate a write this process has
+        // since seen. Locked, the row is the newest committed: the floor held after it (stricter).
+        let floorsBefore = optimistic ? bucketsSeen.withLock { seen in Dictionary(uniqueKeysWithValues: touched.map { ($0, seen.floor($0)) }) } : [:]
         let locked = single
             ? try await lockAndReadBucket(touched[0], bits: bits, sealedOf: candidates.first, prepared: prepared,
                                           locking: !optimistic, on: connection)
             : try await lockAndReadBuckets(touched, bits: bits, sealedOf: inlineSealed, on: connection)
         var buckets: [UInt32: PostgresBucket] = [:]
         for (number, sealed) in locked.buckets {
-            buckets[number] = try observeBucket(sealed, bucket: number, bits: bits, floor: floors[number] ?? 0)
+            let floor = optimistic ? floorsBefore[number] ?? 0 : bucketsSeen.withLock { $0.floor(number) }
+            buckets[number] = try observeBucket(sealed, bucket: number, bits: bits, floor: floor)
         }
         progress?.tick()
         for bucket in touched where buckets[bucket] == nil {
@@ -173,21 +175,32 @@ extension PostgresSecretStore {
             ByteBuffer(bytes: try (buckets[number] ?? PostgresBucket(generation: 0, rows: [:]))
                 .sealed(vaultID: self.vaultID, storeName: storeName, bucket: number, keys: keys))
         }
-        if single, let (lookup, sealed) = finalRows.first, let previous = locked.buckets[touched[0]] {
-            let saved = try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: Int64(newGenerations[touched[0]] ?? 0),
-                                                bucket: numbers[0], sealedBucket: sealedBuckets[0],
-                                                previousBucket: ByteBuffer(bytes: previous), prepared: prepared, on: connection)
+        if single {
+            guard let (lookup, sealed) = finalRows.first, let previous = locked.buckets[touched[0]] else {
+                throw VaultError.tampered(region: "bucket row \(touched[0]) (missing)")   // checked above; never sealed unconditionally
+            }
+            let rowGeneration = Int64(newGenerations[touched[0]] ?? 0)
+            let byProcedure = optimistic && writesByProcedure.load(ordering: .relaxed)
+            let saved = byProcedure
+                ? try await callWriteProcedure(lookup: lookup, sealed: sealed, rowGeneration: rowGeneration, bucket: numbers[0],
+                                               sealedBucket: sealedBuckets[0], previousBucket: ByteBuffer(bytes: previous),
+                                               prepared: prepared, on: connection)
+                : try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: rowGeneration,
+                                          bucket: numbers[0], sealedBucket: sealedBuckets[0],
+                                          previousBucket: ByteBuffer(bytes: previous), prepared: prepared, on: connection)
             progress?.tick()
             guard saved else {
                 // Read without a lock: another writer saved the bucket since; nothing was written.
                 if optimistic { throw PostgresBucketMoved() }
                 throw VaultError.tampered(region: "bucket row \(touched[0]) (changed while locked)")
             }
-            if optimistic {
+            if optimistic && !byProcedure {
                 // In autocommit the server commits at the statement's Sync, after its rows and
                 // CommandComplete, which is where postgres-nio ends the statement: the commit (with
                 // the wait for a synchronous standby) is done, or failed, only when the connection is
                 // ready again. The next statement on it waits for that; a failed commit fails it.
+                // Unprepared: an error here must never be one that has the write sent again
+                // (`refusedPreparing`), as the write may have been committed.
                 try await connection.query("SELECT 1", logger: options.logger)
                 progress?.tick()
             }
@@ -293,6 +306,7 @@ extension PostgresSecretStore {
         var rows: [[UInt8]: LockedRow] = [:]
         func take(_ row: PostgresBucketLock.Row) throws {
             if let bucketSealed = row.0 {
+                guard sealedBuckets[bucket] == nil else { throw VaultError.tampered(region: "bucket row \(bucket) (twice)") }
                 sealedBuckets[bucket] = Array(buffer: bucketSealed)
             } else if let lookup = row.1, let rowGeneration = row.2 {
                 try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: row.3)
@@ -303,9 +317,13 @@ extension PostgresSecretStore {
             for try await row in try await connection.execute(statement, logger: options.logger) { try take(row) }
         case (true, false):
             for try await row in try await connection.execute(PostgresBucketSnapshot(read: statement), logger: options.logger) { try take(row) }
-        case (false, _):
-            let query = PostgresQuery(unsafeSQL: locking ? PostgresBucketLock.sql : PostgresBucketSnapshot.sql, binds: try statement.makeBindings())
+        case (false, true):
+            let query = PostgresQuery(unsafeSQL: PostgresBucketLock.sql, binds: try statement.makeBindings())
             for try await row in try await connection.query(query, logger: options.logger) { try take(try statement.decodeRow(row)) }
+        case (false, false):
+            let snapshot = PostgresBucketSnapshot(read: statement)
+            let query = PostgresQuery(unsafeSQL: PostgresBucketSnapshot.sql, binds: try snapshot.makeBindings())
+            for try await row in try await connection.query(query, logger: options.logger) { try take(try snapshot.decodeRow(row)) }
         }
         return (sealedBuckets, rows)
     }
@@ -313,17 +331,45 @@ extension PostgresSecretStore {
     /// The write of one entry (`sealed`, or nil to remove it) and its bucket row, in one statement:
     /// `PostgresBucketEntryPut` or `PostgresBucketEntryRemove`, named and prepared when `prepared`.
     /// - Returns: false when the bucket row was no longer `previousBucket` (nothing written).
+    /// - Throws: `.tampered` when it saved more than one bucket row (the primary key dropped and a
+    ///   row doubled); that statement commits all the same, so the error must not have it sent again.
     func writeOneEntry(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
                        previousBucket: ByteBuffer, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
         let vaultID = ByteBuffer(bytes: self.vaultID)
+        let count: Int64?
         if let sealed {
-            return try await savedCount(of: PostgresBucketEntryPut(
+            count = try await savedCount(of: PostgresBucketEntryPut(
                 vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration, sealed: ByteBuffer(bytes: sealed),
-                bucket: bucket, sealedBucket: sealedBucket, previousBucket: previousBucket), prepared: prepared, on: connection) == 1
+                bucket: bucket, sealedBucket: sealedBucket, previousBucket: previousBucket), prepared: prepared, on: connection)
+        } else {
+            count = try await savedCount(of: PostgresBucketEntryRemove(
+                vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket,
+                previousBucket: previousBucket), prepared: prepared, on: connection)
         }
-        return try await savedCount(of: PostgresBucketEntryRemove(
-            vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket,
-            previousBucket: previousBucket), prepared: prepared, on: connection) == 1
+        guard let count else { throw VaultError.tampered(region: "bucket row \(bucket) (its write answered no count)") }
+        guard count <= 1 else { throw VaultError.tampered(region: "bucket row \(bucket) (twice)") }
+        return count == 1
+    }
+
+    /// The write of one entry and its bucket row, and the commit, in one call of the write procedure
+    /// (`PostgresBucketWriteCall`), in autocommit: answered once committed.
+    /// - Returns: false when the bucket row was no longer `previousBucket` (nothing written).
+    /// - Throws: `PostgresWriteProcedureUnavailable` when the procedure cannot be used here (nothing
+    ///   written); `.tampered` when it saved more than one bucket row (committed all the same).
+    func callWriteProcedure(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
+                            previousBucket: ByteBuffer, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
+        let call = PostgresBucketWriteCall(vaultID: ByteBuffer(bytes: vaultID), lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration,
+                                           sealed: sealed.map { ByteBuffer(bytes: $0) }, bucket: bucket, sealedBucket: sealedBucket,
+                                           previousBucket: previousBucket)
+        let count: Int64?
+        do {
+            count = try await savedCount(of: call, prepared: prepared, on: connection)
+        } catch where PostgresBucketWriteCall.isUnavailable(error) {
+            throw PostgresWriteProcedureUnavailable()
+        }
+        guard let count else { throw VaultError.tampered(region: "bucket row \(bucket) (its write answered no count)") }
+        guard count <= 1 else { throw VaultError.tampered(region: "bucket row \(bucket) (twice)") }
+        return count == 1
     }
 
     /// The one number a compare-and-set write answers, sent prepared or unprepared; nil when no row came.

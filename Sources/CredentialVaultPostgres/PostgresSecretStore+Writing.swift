@@ -49,10 +49,11 @@ extension PostgresSecretStore {
     /// set is checked against it, every change is applied at generation + 1 and the new state is
     /// sealed and saved. Either all changes are committed or none.
     ///
-    /// One change to a version 3 store goes without `BEGIN`/`COMMIT` (two round trips, not four):
-    /// its bucket is read unlocked and saved only if unchanged (`applyBuckets(optimistic:)`), tried
-    /// `optimisticAttempts` times while other writers keep changing that bucket, then in a
-    /// transaction that locks it.
+    /// One change to a version 3 store goes without `BEGIN`/`COMMIT` and without a lock: its bucket
+    /// is read unlocked and saved only if unchanged (`applyBuckets(optimistic:)`), with the entry and
+    /// the commit, by one call of the write procedure (two round trips; three statements where the
+    /// procedure is missing), tried `optimisticAttempts` times while other writers keep changing
+    /// that bucket, then in a transaction that locks it.
     @discardableResult
     func write(_ changes: [Change]) async throws -> [EntryMetadata] {
         try Self.validate(changes)
@@ -86,13 +87,22 @@ extension PostgresSecretStore {
         let client = self.client
         let logger = options.logger
         if changes.count == 1, case let .buckets(bits) = layout.withLock({ $0 }) {
-            for _ in 0..<Self.optimisticAttempts {
+            var moved = 0
+            while moved < Self.optimisticAttempts {
+                try Task.checkCancellation()
                 do {
                     return try await client.withConnection { connection in
                         try await self.applyBuckets(changes, bits: bits, on: connection, progress: progress,
                                                     prepared: prepared, optimistic: true)
                     }
                 } catch is PostgresBucketMoved {
+                    moved += 1
+                    progress.tick()
+                } catch is PostgresWriteProcedureUnavailable {
+                    // Nothing written: this store writes without the procedure from now on (a store
+                    // opened later tries it again).
+                    writesByProcedure.store(false, ordering: .relaxed)
+                    logger.notice("vault_bucket_write_v3 is missing or refused here: writes of one entry take three statements")
                     progress.tick()
                 }
             }

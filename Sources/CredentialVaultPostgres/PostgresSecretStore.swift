@@ -77,6 +77,10 @@ public final class PostgresSecretStore: Sendable {
     /// False once the server (or a pooler in front of it) refused a named prepared statement:
     /// `entry(named:)` then sends its query unprepared.
     let preparedReads = Atomic<Bool>(true)
+    /// False once `vault_bucket_write_v3` was missing or refused (an older schema, a role without
+    /// the right, a pooler that wraps statements in a transaction): a write of one entry then sends
+    /// its compare-and-set and a statement that waits for its commit, instead of the one call.
+    let writesByProcedure = Atomic<Bool>(true)
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
     /// The store's layout: one state row (versions 1 and 2) or buckets (version 3). Changes once,
@@ -297,17 +301,35 @@ public final class PostgresSecretStore: Sendable {
         return PostgresClient(configuration: pgConfiguration, backgroundLogger: logger)
     }
 
-    /// Creates the tables unless they are there. Only the first store of a database takes the
-    /// schema lock; later ones see all three tables and go on without it (a database an older
-    /// release made, without `vault_buckets`, gets it here).
+    /// Creates the tables and the write procedure unless they are there, inside the caller's
+    /// transaction. Only the first store of a database takes the schema lock; later ones see all
+    /// three tables and the procedure and go on without it (a database an older release made,
+    /// without `vault_buckets` or the procedure, gets them here). The procedure is best effort:
+    /// a role that may not create it still gets its store, whose writes then take three statements.
     static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
-        for try await present in try await connection.query(PostgresSchema.tablesPresent, logger: logger).decode(Bool.self) where present {
-            return
+        var tables = false, procedure = false
+        for try await (tablesThere, procedureThere) in try await connection.query(PostgresSchema.tablesPresent, logger: logger)
+            .decode((Bool, Bool).self) {
+            (tables, procedure) = (tablesThere, procedureThere)
         }
+        if tables && procedure { return }
         try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
-        try await connection.query(PostgresSchema.createStores, logger: logger)
-        try await connection.query(PostgresSchema.createEntries, logger: logger)
-        try await connection.query(PostgresSchema.createBuckets, logger: logger)
+        if !tables {
+            try await connection.query(PostgresSchema.createStores, logger: logger)
+            try await connection.query(PostgresSchema.createEntries, logger: logger)
+            try await connection.query(PostgresSchema.createBuckets, logger: logger)
+        }
+        if !procedure {
+            try await connection.query("SAVEPOINT vault_write_procedure", logger: logger)
+            do {
+                try await connection.query(PostgresSchema.createWriteProcedure, logger: logger)
+                try await connection.query("RELEASE SAVEPOINT vault_write_procedure", logger: logger)
+            } catch let error as PSQLError where error.code == .server {
+                try await connection.query("ROLLBACK TO SAVEPOINT vault_write_procedure", logger: logger)
+                logger.notice("the write procedure vault_bucket_write_v3 could not be created; writes of one entry take three statements",
+                              metadata: ["sqlstate": "\(error.serverInfo?[.sqlState] ?? "?")"])
+            }
+        }
     }
 
     static func checkRollback(_ generation: UInt64, remembered: UInt64) throws {

@@ -28,6 +28,20 @@ struct PostgresBucketTests: PostgresBucketRowQueries {
         return try await PostgresSecretStore.open(configuration: store.configuration, key: key, options: options)
     }
 
+    @Test("vault_buckets is created with room for in-page (HOT) updates of its rows (fillfactor 50); the entries table keeps the default")
+    func tablesLeaveRoomForUpdates() throws {
+        // In a schema of its own (the test database's tables already exist), dropped afterwards.
+        let schema = "schema_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
+        defer { _ = try? PostgresServer.psql("DROP SCHEMA \(schema) CASCADE") }
+        let options = try PostgresServer.psql("""
+            CREATE SCHEMA \(schema); SET search_path = \(schema);
+            \(PostgresSchema.createStores.sql); \(PostgresSchema.createEntries.sql); \(PostgresSchema.createBuckets.sql);
+            SELECT string_agg(relname || ' ' || coalesce(array_to_string(reloptions, ','), '-'), '; ' ORDER BY relname)
+            FROM pg_class WHERE relnamespace = '\(schema)'::regnamespace AND relkind = 'r'
+            """)
+        #expect(options.split(separator: "\n").last == "vault_buckets fillfactor=50; vault_entries -; vault_stores -")
+    }
+
     @Test("a new store is version 3: a 37-byte state starting with 3, and all 2^14 = 16,384 bucket rows from creation")
     func newStoreLayout() async throws {
         let (store, _) = try await newStore()

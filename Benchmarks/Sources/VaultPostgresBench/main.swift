@@ -12,6 +12,7 @@
 //   VAULT_BENCH_BATCH=1000    entries per fill transaction
 //   VAULT_BENCH_FILL_SECONDS=300   a fill still running then is stopped and its size skipped
 //   VAULT_BENCH_ONLY=get      the bare SELECT and secret(named:) only (for a profiler)
+//   VAULT_BENCH_ONLY=put      the bare upsert and put only
 //
 // Prints Markdown tables and the targets, met or missed. Never prints a secret.
 import CredentialVault
@@ -42,6 +43,7 @@ let secondsPerMeasurement = max(0.1, Double(environment["VAULT_BENCH_SECONDS"] ?
 let batchSize = max(1, Int(environment["VAULT_BENCH_BATCH"] ?? "") ?? 1000)
 let fillLimit = max(1, Double(environment["VAULT_BENCH_FILL_SECONDS"] ?? "") ?? 300)
 let onlyGet = environment["VAULT_BENCH_ONLY"] == "get"
+let onlyPut = environment["VAULT_BENCH_ONLY"] == "put"
 let pool = max(clientCounts.max() ?? 8, 8)
 let valueBytes = 1024
 struct Missing: Error { let what: String }
@@ -443,14 +445,19 @@ for size in sizes {
             try await preparedPutStatements(floorClient, vaultID: vault, lookup: lookup, bucket: bucket, logger: quietLogger)
         }),
         ("`put`", { @Sendable in try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value)) }),
-    ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret")) && (!readKeys.isEmpty || !($0.name.contains("alone") || $0.name.contains("merged"))) }
+    ].filter { (!onlyGet || $0.name.contains("SELECT") || $0.name.contains("secret"))
+        && (!onlyPut || $0.name == "floor: bare upsert transaction" || $0.name == "`put`") && (!readKeys.isEmpty || !($0.name.contains("alone") || $0.name.contains("merged"))) }
 
     for clients in clientCounts {
         var collected: [String: [Figures]] = [:]
         var maxRefreshes = 0
         for _ in 0..<rounds {
-            for operation in operationsInOrder { collected[operation.name, default: []].append(try await measure(clients: clients, operation.run)) }
-            if !onlyGet {
+            for operation in operationsInOrder {
+                // Progress on standard error (a profiler can start on it): the tables go to standard output.
+                FileHandle.standardError.write(Data("measuring \(operation.name), \(size) entries, \(clients) clients\n".utf8))
+                collected[operation.name, default: []].append(try await measure(clients: clients, operation.run))
+            }
+            if !onlyGet, !onlyPut {
                 let (figures, perRound, _) = try await measureRefresh(store: store, clients: clients, session: session)
                 collected["fleet refresh", default: []].append(figures)
                 maxRefreshes = max(maxRefreshes, perRound)

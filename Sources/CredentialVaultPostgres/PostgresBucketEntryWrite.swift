@@ -9,7 +9,7 @@ import PostgresNIO
 ///
 /// A write of one entry sends it in autocommit after `PostgresBucketSnapshot` (two round trips);
 /// a transaction sends it after `PostgresBucketLock`, when the bucket cannot have changed.
-struct PostgresBucketEntryPut: PostgresPreparedStatement {
+struct PostgresBucketEntryPut: PostgresBucketWriteStatement {
     static let name = "vault_bucket_put_v3_cas"
     static let sql = """
         WITH saved AS (
@@ -22,44 +22,14 @@ struct PostgresBucketEntryPut: PostgresPreparedStatement {
         SELECT count(*) FROM saved
         """
     static let bindingDataTypes: [PostgresDataType] = [.bytea, .bytea, .int8, .bytea, .int4, .bytea, .bytea]
-    /// The number of bucket rows saved: 1, or 0 when the bucket changed since it was read.
-    typealias Row = Int64
-
-    /// The store's vault id.
-    var vaultID: ByteBuffer
-    /// The entry's lookup key.
-    var lookup: ByteBuffer
-    /// The entry row's generation (its bucket's new generation).
-    var rowGeneration: Int64
-    /// The sealed entry.
-    var sealed: ByteBuffer
-    /// The entry's bucket.
-    var bucket: Int32
-    /// The bucket sealed at its new generation.
-    var sealedBucket: ByteBuffer
-    /// The bucket row as it was read: saved over only if it is still this.
-    var previousBucket: ByteBuffer
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings()
-        bindings.append(vaultID)
-        bindings.append(lookup)
-        bindings.append(rowGeneration)
-        bindings.append(sealed)
-        bindings.append(bucket)
-        bindings.append(sealedBucket)
-        bindings.append(previousBucket)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
-    }
+    static let bindsEntry = true
+    /// What is written.
+    var write: PostgresBucketWrite
 }
 
 /// As `PostgresBucketEntryPut`, for a removal: the bucket row saved if it is still the one read,
 /// and then the entry row deleted, in one statement; it answers the number of bucket rows saved.
-struct PostgresBucketEntryRemove: PostgresPreparedStatement {
+struct PostgresBucketEntryRemove: PostgresBucketWriteStatement {
     static let name = "vault_bucket_remove_v3_cas"
     static let sql = """
         WITH saved AS (
@@ -70,13 +40,42 @@ struct PostgresBucketEntryRemove: PostgresPreparedStatement {
         SELECT count(*) FROM saved
         """
     static let bindingDataTypes: [PostgresDataType] = [.bytea, .bytea, .int4, .bytea, .bytea]
-    /// The number of bucket rows saved: 1, or 0 when the bucket changed since it was read.
-    typealias Row = Int64
+    static let bindsEntry = false
+    /// What is written (`sealed` and `rowGeneration` unused).
+    var write: PostgresBucketWrite
+}
 
+/// A statement that writes one entry and its bucket row if the bucket row is still the one read,
+/// answering one number: the bucket rows saved (1, or 0 when the bucket changed since it was read).
+protocol PostgresBucketWriteStatement: PostgresPreparedStatement where Row == Int64 {
+    /// Whether the entry's generation and sealed bytes are bound (not for a removal).
+    static var bindsEntry: Bool { get }
+    /// What is written.
+    var write: PostgresBucketWrite { get }
+}
+
+extension PostgresBucketWriteStatement {
+    func makeBindings() throws -> PostgresBindings {
+        write.bindings(withEntry: Self.bindsEntry)
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Int64 {
+        try row.decode(Int64.self)
+    }
+}
+
+/// The values of a write of one entry and its bucket row, bound in this order by
+/// `PostgresBucketEntryPut` and `PostgresBucketWriteCall` (`PostgresBucketEntryRemove` leaves out
+/// the entry's generation and sealed bytes).
+struct PostgresBucketWrite {
     /// The store's vault id.
     var vaultID: ByteBuffer
     /// The entry's lookup key.
     var lookup: ByteBuffer
+    /// The entry row's generation (its bucket's new generation); unused for a removal.
+    var rowGeneration: Int64
+    /// The sealed entry, or nil to remove it.
+    var sealed: ByteBuffer?
     /// The entry's bucket.
     var bucket: Int32
     /// The bucket sealed at its new generation.
@@ -84,17 +83,18 @@ struct PostgresBucketEntryRemove: PostgresPreparedStatement {
     /// The bucket row as it was read: saved over only if it is still this.
     var previousBucket: ByteBuffer
 
-    func makeBindings() throws -> PostgresBindings {
+    /// The binds: vault id, lookup, (row generation, sealed entry or NULL,) bucket, new bucket, bucket as read.
+    func bindings(withEntry: Bool) -> PostgresBindings {
         var bindings = PostgresBindings()
         bindings.append(vaultID)
         bindings.append(lookup)
+        if withEntry {
+            bindings.append(rowGeneration)
+            if let sealed { bindings.append(sealed) } else { bindings.appendNull() }
+        }
         bindings.append(bucket)
         bindings.append(sealedBucket)
         bindings.append(previousBucket)
         return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
     }
 }

@@ -6,43 +6,13 @@ import PostgresNIO
 /// `PostgresBucketEntryPut`/`Remove` and the COMMIT inside the procedure. Its one row, the number
 /// of bucket rows saved, arrives only after the commit (with its wait for a synchronous standby),
 /// and a failed commit fails the call, so the answer acknowledges a committed write.
-struct PostgresBucketWriteCall: PostgresPreparedStatement {
+struct PostgresBucketWriteCall: PostgresBucketWriteStatement {
     static let name = "vault_bucket_write_call_v3"
     static let sql = "CALL vault_bucket_write_v3($1, $2, $3, $4, $5, $6, $7, NULL)"
     static let bindingDataTypes: [PostgresDataType] = [.bytea, .bytea, .int8, .bytea, .int4, .bytea, .bytea]
-    /// The number of bucket rows saved: 1, or 0 when the bucket changed since it was read (nothing written).
-    typealias Row = Int64
-
-    /// The store's vault id.
-    var vaultID: ByteBuffer
-    /// The entry's lookup key.
-    var lookup: ByteBuffer
-    /// The entry row's generation (its bucket's new generation); unused for a removal.
-    var rowGeneration: Int64
-    /// The sealed entry, or nil to remove it.
-    var sealed: ByteBuffer?
-    /// The entry's bucket.
-    var bucket: Int32
-    /// The bucket sealed at its new generation.
-    var sealedBucket: ByteBuffer
-    /// The bucket row as it was read: saved over only if it is still this.
-    var previousBucket: ByteBuffer
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings()
-        bindings.append(vaultID)
-        bindings.append(lookup)
-        bindings.append(rowGeneration)
-        if let sealed { bindings.append(sealed) } else { bindings.appendNull() }
-        bindings.append(bucket)
-        bindings.append(sealedBucket)
-        bindings.append(previousBucket)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
-    }
+    static let bindsEntry = true
+    /// What is written (`sealed` nil: a removal).
+    var write: PostgresBucketWrite
 
     /// True for a server error that says the procedure cannot be used here, raised before it
     /// wrote anything: missing (42883), not a procedure (42809), not allowed (42501), or its COMMIT

@@ -181,13 +181,9 @@ extension PostgresSecretStore {
             }
             let rowGeneration = Int64(newGenerations[touched[0]] ?? 0)
             let byProcedure = optimistic && writesByProcedure.load(ordering: .relaxed)
-            let saved = byProcedure
-                ? try await callWriteProcedure(lookup: lookup, sealed: sealed, rowGeneration: rowGeneration, bucket: numbers[0],
-                                               sealedBucket: sealedBuckets[0], previousBucket: ByteBuffer(bytes: previous),
-                                               prepared: prepared, on: connection)
-                : try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: rowGeneration,
-                                          bucket: numbers[0], sealedBucket: sealedBuckets[0],
-                                          previousBucket: ByteBuffer(bytes: previous), prepared: prepared, on: connection)
+            let saved = try await writeOneEntry(lookup: lookup, sealed: sealed, rowGeneration: rowGeneration, bucket: numbers[0],
+                                                sealedBucket: sealedBuckets[0], previousBucket: ByteBuffer(bytes: previous),
+                                                byProcedure: byProcedure, prepared: prepared, on: connection)
             progress?.tick()
             guard saved else {
                 // Read without a lock: another writer saved the bucket since; nothing was written.
@@ -328,44 +324,30 @@ extension PostgresSecretStore {
         return (sealedBuckets, rows)
     }
 
-    /// The write of one entry (`sealed`, or nil to remove it) and its bucket row, in one statement:
-    /// `PostgresBucketEntryPut` or `PostgresBucketEntryRemove`, named and prepared when `prepared`.
-    /// - Returns: false when the bucket row was no longer `previousBucket` (nothing written).
-    /// - Throws: `.tampered` when it saved more than one bucket row (the primary key dropped and a
-    ///   row doubled); that statement commits all the same, so the error must not have it sent again.
-    func writeOneEntry(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
-                       previousBucket: ByteBuffer, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
-        let vaultID = ByteBuffer(bytes: self.vaultID)
-        let count: Int64?
-        if let sealed {
-            count = try await savedCount(of: PostgresBucketEntryPut(
-                vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration, sealed: ByteBuffer(bytes: sealed),
-                bucket: bucket, sealedBucket: sealedBucket, previousBucket: previousBucket), prepared: prepared, on: connection)
-        } else {
-            count = try await savedCount(of: PostgresBucketEntryRemove(
-                vaultID: vaultID, lookup: ByteBuffer(bytes: lookup), bucket: bucket, sealedBucket: sealedBucket,
-                previousBucket: previousBucket), prepared: prepared, on: connection)
-        }
-        guard let count else { throw VaultError.tampered(region: "bucket row \(bucket) (its write answered no count)") }
-        guard count <= 1 else { throw VaultError.tampered(region: "bucket row \(bucket) (twice)") }
-        return count == 1
-    }
-
-    /// The write of one entry and its bucket row, and the commit, in one call of the write procedure
-    /// (`PostgresBucketWriteCall`), in autocommit: answered once committed.
+    /// The write of one entry (`sealed`, or nil to remove it) and its bucket row, saved only if the
+    /// bucket row is still `previousBucket`: `byProcedure`, one call of the write procedure
+    /// (`PostgresBucketWriteCall`, which also commits: answered once committed), else one statement,
+    /// `PostgresBucketEntryPut` or `PostgresBucketEntryRemove`; named and prepared when `prepared`.
     /// - Returns: false when the bucket row was no longer `previousBucket` (nothing written).
     /// - Throws: `PostgresWriteProcedureUnavailable` when the procedure cannot be used here (nothing
-    ///   written); `.tampered` when it saved more than one bucket row (committed all the same).
-    func callWriteProcedure(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
-                            previousBucket: ByteBuffer, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
-        let call = PostgresBucketWriteCall(vaultID: ByteBuffer(bytes: vaultID), lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration,
-                                           sealed: sealed.map { ByteBuffer(bytes: $0) }, bucket: bucket, sealedBucket: sealedBucket,
-                                           previousBucket: previousBucket)
+    ///   written); `.tampered` when it saved more than one bucket row (the primary key dropped and a
+    ///   row doubled): committed all the same, so the error must not have the write sent again.
+    func writeOneEntry(lookup: [UInt8], sealed: [UInt8]?, rowGeneration: Int64, bucket: Int32, sealedBucket: ByteBuffer,
+                       previousBucket: ByteBuffer, byProcedure: Bool, prepared: Bool, on connection: PostgresConnection) async throws -> Bool {
+        let write = PostgresBucketWrite(vaultID: ByteBuffer(bytes: vaultID), lookup: ByteBuffer(bytes: lookup), rowGeneration: rowGeneration,
+                                        sealed: sealed.map { ByteBuffer(bytes: $0) }, bucket: bucket, sealedBucket: sealedBucket,
+                                        previousBucket: previousBucket)
         let count: Int64?
-        do {
-            count = try await savedCount(of: call, prepared: prepared, on: connection)
-        } catch where PostgresBucketWriteCall.isUnavailable(error) {
-            throw PostgresWriteProcedureUnavailable()
+        if byProcedure {
+            do {
+                count = try await savedCount(of: PostgresBucketWriteCall(write: write), prepared: prepared, on: connection)
+            } catch where PostgresBucketWriteCall.isUnavailable(error) {
+                throw PostgresWriteProcedureUnavailable()
+            }
+        } else if sealed == nil {
+            count = try await savedCount(of: PostgresBucketEntryRemove(write: write), prepared: prepared, on: connection)
+        } else {
+            count = try await savedCount(of: PostgresBucketEntryPut(write: write), prepared: prepared, on: connection)
         }
         guard let count else { throw VaultError.tampered(region: "bucket row \(bucket) (its write answered no count)") }
         guard count <= 1 else { throw VaultError.tampered(region: "bucket row \(bucket) (twice)") }
@@ -373,8 +355,8 @@ extension PostgresSecretStore {
     }
 
     /// The one number a compare-and-set write answers, sent prepared or unprepared; nil when no row came.
-    private func savedCount<S: PostgresPreparedStatement>(of statement: S, prepared: Bool,
-                                                          on connection: PostgresConnection) async throws -> Int64? where S.Row == Int64 {
+    private func savedCount<S: PostgresBucketWriteStatement>(of statement: S, prepared: Bool,
+                                                             on connection: PostgresConnection) async throws -> Int64? {
         var count: Int64?
         if prepared {
             for try await row in try await connection.execute(statement, logger: options.logger) { count = row }

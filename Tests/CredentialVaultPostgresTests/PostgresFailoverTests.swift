@@ -148,6 +148,8 @@ extension PostgresFailoverTests {
             configuration: try Self.configuration(primary.url(ports: [try primary.port, standby.port]), storeName: "switchover"),
             key: key, options: Self.options())
         try await store.put(NewEntry(name: "token", secret: SecureBytes("old"), kind: .password))
+        try await store.put(NewEntry(name: "to-remove", secret: SecureBytes("to-remove"), kind: .password))
+        try await store.put(NewEntry(name: "to-re-add", secret: SecureBytes("old"), kind: .password))
         #expect(store.client.selection.currentEndpointIndex == 0)
 
         // Switchover: the primary stops cleanly, its standby is promoted, and the old primary
@@ -162,13 +164,47 @@ extension PostgresFailoverTests {
         let writer = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
                                                         key: key, options: Self.options())
         try await writer.put(NewEntry(name: "token", secret: SecureBytes("new"), kind: .password))
+        try await writer.add(NewEntry(name: "added-there", secret: SecureBytes("added-there"), kind: .password))
+        try await writer.remove(named: "to-re-add")
         await writer.close()
 
-        // The store still holds its pool to the old primary: the read is answered there as a
-        // standby (or finds the connection closed), is refused, and goes once to the new primary.
+        // Writes through the pool to the old primary: their unlocked read of the bucket is answered
+        // there as a standby (or finds the connection closed) and refused, never decided on. The
+        // standby's rows lack "added-there" and still hold "to-re-add": a write deciding from them
+        // would fail .notFound and .alreadyExists. Not retried (one cut off may have committed):
+        // .serverUnavailable at most once, and the next call goes to the new primary.
+        try await Self.writeOnceMoreIfUnavailable("remove added-there") { try await store.remove(named: "added-there") }
+        try await Self.writeOnceMoreIfUnavailable("add to-re-add") {
+            try await store.add(NewEntry(name: "to-re-add", secret: SecureBytes("re-added"), kind: .password))
+        }
+
+        // The store still holds its pool to the old primary unless a write above left it: the read
+        // is then answered there as a standby (or finds the connection closed), is refused, and goes
+        // once to the new primary.
         #expect(try await store.secret(named: "token") == SecureBytes("new"))
         #expect(store.client.selection.currentEndpointIndex == 1)
         await store.close()
+
+        let promoted = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
+                                                          key: key, options: Self.options())
+        #expect(await errorCode { _ = try await promoted.secret(named: "added-there") } == .notFound)
+        #expect(try await promoted.secret(named: "to-re-add") == SecureBytes("re-added"))
+        #expect(try await promoted.secret(named: "to-remove") == SecureBytes("to-remove"))
+        #expect(try await promoted.list().map(\.name) == ["to-re-add", "to-remove", "token"])
+        #expect(try await promoted.verify().isIntact)
+        await promoted.close()
+    }
+
+    /// Runs the write `body`; when it fails `.serverUnavailable` (the primary lost), runs it once
+    /// more, which must succeed. Any other error fails the test.
+    private static func writeOnceMoreIfUnavailable(_ what: String, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as VaultError where error.code == .serverUnavailable {
+            try await body()
+        } catch let error as VaultError {
+            Issue.record("\(what) failed \(error.code) (\(error.message)): decided from the old primary's rows as a standby")
+        }
     }
 }
 

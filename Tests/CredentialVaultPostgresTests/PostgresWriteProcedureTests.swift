@@ -1,0 +1,152 @@
+@testable import CredentialVaultPostgres
+import CredentialVault
+import Foundation
+import Testing
+import TestScheduling
+import VaultCrypto
+
+/// Issue 38: a write of one entry to a version 3 store calls `vault_bucket_write_v3`, which
+/// `ensureSchema` creates best effort. Where the procedure is missing (dropped, never creatable)
+/// or refused, the write is sent again as three statements and nothing is lost. Each test has a
+/// server of its own: dropping the procedure or revoking a language must not reach other suites.
+@Suite("PostgreSQL store: the write procedure vault_bucket_write_v3 missing or refused", .blockingWork, .serialized,
+       .enabled(if: PostgresServer.shouldRun, "no PostgreSQL server (VAULT_POSTGRES_URL)"))
+struct PostgresWriteProcedureTests {
+    /// The procedure's signature, as `PostgresSchema.tablesPresent` looks it up.
+    static let procedure = "vault_bucket_write_v3(bytea,bytea,bigint,bytea,integer,bytea,bytea,bigint)"
+
+    /// 16 buckets: a store of its own is created quickly.
+    static func options() -> PostgresSecretStore.Options {
+        var options = PostgresServer.options()
+        options.bucketBits = 4
+        return options
+    }
+
+    /// Whether the database at `url` has the write procedure.
+    static func procedureExists(url: String) throws -> Bool {
+        try PostgresServer.psql("SELECT to_regprocedure('\(procedure)') IS NOT NULL", url: url) == "t"
+    }
+
+    /// `server`'s URL with another user and database (loopback trusts every role, no password).
+    static func url(of server: PrivatePostgresServer, user: String? = nil, database: String) throws -> String {
+        let owner = server.url.dropFirst("postgres://".count).prefix { $0 != "@" }
+        return "postgres://\(user ?? String(owner))@127.0.0.1:\(try server.port)/\(database)"
+    }
+
+    @Test("a database without the write procedure (dropped, or never creatable): writes fall back to the three statements, nothing lost, and a store created later makes it again",
+          .timeLimit(.minutes(10)))
+    func writesFallBackWithoutTheProcedure() async throws {
+        let server = try PrivatePostgresServer()
+        defer { server.cleanUp() }
+        let key = try PostgresServer.newKey()
+        let configuration = try PostgresServer.configuration(url: server.url, storeName: "dropped")
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options())
+        for name in ["kept", "doomed", "spare"] {
+            try await store.add(NewEntry(name: name, secret: SecureBytes("first " + name), kind: .password))
+        }
+        #expect(try Self.procedureExists(url: server.url), "create made the procedure")
+        #expect(store.writesByProcedureNow, "the adds went through the procedure")
+
+        try PostgresServer.psql("DROP PROCEDURE \(Self.procedure)", url: server.url)
+        #expect(try !Self.procedureExists(url: server.url))
+        // Its connection prepared the CALL before the drop: that statement now fails (42883), unwritten.
+        try await store.put(NewEntry(name: "kept", secret: SecureBytes("second kept"), kind: .password))
+        #expect(!store.writesByProcedureNow, "the put fell back to the three statements")
+        try await store.add(NewEntry(name: "added", secret: SecureBytes("first added"), kind: .password))
+        try await store.remove(named: "doomed")
+        #expect(try await store.secret(named: "kept") == SecureBytes("second kept"))
+        #expect(try await store.secret(named: "added") == SecureBytes("first added"))
+        #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
+
+        // A store opened later tries the procedure again, meets its absence on a removal this time, and falls back too.
+        let later = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
+        #expect(later.writesByProcedureNow)
+        try await later.remove(named: "spare")
+        #expect(!later.writesByProcedureNow, "the removal fell back to the three statements")
+        try await later.put(NewEntry(name: "added", secret: SecureBytes("second added"), kind: .password))
+        #expect(await errorCode { _ = try await later.secret(named: "spare") } == .notFound)
+        #expect(try await later.secret(named: "added") == SecureBytes("second added"))
+        #expect(try await later.secret(named: "kept") == SecureBytes("second kept"))
+        #expect(try await later.list().map(\.name) == ["added", "kept"])
+        let report = try await later.verify()
+        #expect(report.isIntact)
+        #expect(report.entriesChecked == 2)
+        // Eight writes, each saving its bucket once: a refused call wrote nothing, its resend wrote once.
+        #expect(report.generation == 8)
+        #expect(try await store.verify().isIntact)
+        await later.close()
+        await store.close()
+
+        // Creating another store puts the procedure back, and that store's writes use it.
+        let recreated = try await PostgresSecretStore.create(
+            configuration: try PostgresServer.configuration(url: server.url, storeName: "recreated"), key: key, options: Self.options())
+        #expect(try Self.procedureExists(url: server.url), "create made the procedure again")
+        try await recreated.put(NewEntry(name: "token", secret: SecureBytes("by procedure"), kind: .password))
+        #expect(recreated.writesByProcedureNow, "the put went through the procedure")
+        #expect(try await recreated.secret(named: "token") == SecureBytes("by procedure"))
+        #expect(try await recreated.verify().isIntact)
+        await recreated.close()
+    }
+
+    @Test("a role without the right to create procedures still creates and uses its store; one refused EXECUTE on the procedure writes without it",
+          .timeLimit(.minutes(10)))
+    func aRoleWithoutTheProcedureStillWrites() async throws {
+        let server = try PrivatePostgresServer()
+        defer { server.cleanUp() }
+        // A database the role owns (it may create tables in its public schema) where PL/pgSQL is not
+        // granted to PUBLIC: CREATE PROCEDURE … LANGUAGE plpgsql is refused (42501), CREATE TABLE is not.
+        try PostgresServer.psql("CREATE ROLE vault_limited LOGIN", url: server.url)
+        try PostgresServer.psql("CREATE DATABASE limited OWNER vault_limited", url: server.url)
+        let superuser = try Self.url(of: server, database: "limited")
+        try PostgresServer.psql("REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC", url: superuser)
+        #expect(try PostgresServer.psql("SELECT has_language_privilege('vault_limited', 'plpgsql', 'USAGE')", url: superuser) == "f")
+        let limited = try Self.url(of: server, user: "vault_limited", database: "limited")
+        let key = try PostgresServer.newKey()
+        let configuration = try PostgresServer.configuration(url: limited, storeName: "limited")
+
+        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options())
+        #expect(try !Self.procedureExists(url: superuser), "the role could not create the procedure")
+        #expect(try PostgresServer.psql("SELECT tableowner FROM pg_tables WHERE tablename = 'vault_buckets'", url: superuser) == "vault_limited")
+        try await store.add(NewEntry(name: "token", secret: SecureBytes("first"), kind: .password))
+        #expect(!store.writesByProcedureNow, "the add fell back to the three statements")
+        try await store.put(NewEntry(name: "token", secret: SecureBytes("second"), kind: .password))
+        try await store.add(NewEntry(name: "doomed", secret: SecureBytes("doomed"), kind: .password))
+        try await store.remove(named: "doomed")
+        #expect(try await store.secret(named: "token") == SecureBytes("second"))
+        #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
+        await store.close()
+
+        // The procedure made by the superuser, its EXECUTE revoked from PUBLIC: the role's CALL is refused (42501).
+        try PostgresServer.psql(PostgresSchema.createWriteProcedure.sql, url: superuser)
+        try PostgresServer.psql("REVOKE EXECUTE ON PROCEDURE \(Self.procedure) FROM PUBLIC", url: superuser)
+        #expect(try Self.procedureExists(url: superuser))
+        #expect(try PostgresServer.psql("SELECT has_function_privilege('vault_limited', '\(Self.procedure)', 'EXECUTE')",
+                                        url: superuser) == "f")
+        let refused = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
+        try await refused.put(NewEntry(name: "token", secret: SecureBytes("third"), kind: .password))
+        #expect(!refused.writesByProcedureNow, "the refused call fell back to the three statements")
+        try await refused.add(NewEntry(name: "other", secret: SecureBytes("other"), kind: .password))
+        #expect(try await refused.secret(named: "token") == SecureBytes("third"))
+        await refused.close()
+
+        // Granted, the same role's writes go through the procedure: the refusal above was the reason.
+        try PostgresServer.psql("GRANT EXECUTE ON PROCEDURE \(Self.procedure) TO vault_limited", url: superuser)
+        let granted = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
+        try await granted.put(NewEntry(name: "token", secret: SecureBytes("fourth"), kind: .password))
+        #expect(granted.writesByProcedureNow, "the put went through the procedure")
+        #expect(try await granted.secret(named: "token") == SecureBytes("fourth"))
+        #expect(try await granted.secret(named: "other") == SecureBytes("other"))
+        #expect(try await granted.list().map(\.name) == ["other", "token"])
+        let report = try await granted.verify()
+        #expect(report.isIntact)
+        #expect(report.entriesChecked == 2)
+        // Seven writes, each saving its bucket once.
+        #expect(report.generation == 7)
+        await granted.close()
+    }
+}
+
+extension PostgresSecretStore {
+    /// `writesByProcedure` read once (`#expect` cannot take the non-copyable `Atomic` itself).
+    fileprivate var writesByProcedureNow: Bool { writesByProcedure.load(ordering: .relaxed) }
+}

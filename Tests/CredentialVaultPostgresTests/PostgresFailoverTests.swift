@@ -144,66 +144,80 @@ extension PostgresFailoverTests {
         let standby = try PrivatePostgresStandby(of: primary)
         defer { standby.cleanUp() }
         let key = try PostgresServer.newKey()
-        let store = try await PostgresSecretStore.create(
-            configuration: try Self.configuration(primary.url(ports: [try primary.port, standby.port]), storeName: "switchover"),
-            key: key, options: Self.options())
-        try await store.put(NewEntry(name: "token", secret: SecureBytes("old"), kind: .password))
-        try await store.put(NewEntry(name: "to-remove", secret: SecureBytes("to-remove"), kind: .password))
-        try await store.put(NewEntry(name: "to-re-add", secret: SecureBytes("old"), kind: .password))
-        #expect(store.client.selection.currentEndpointIndex == 0)
+        try await ClosingStores.run { stores in
+            let both = try Self.configuration(primary.url(ports: [try primary.port, standby.port]), storeName: "switchover")
+            let store = stores.keep(try await PostgresSecretStore.create(configuration: both, key: key, options: Self.options()))
+            try await store.put(NewEntry(name: "token", secret: SecureBytes("old"), kind: .password))
+            try await store.put(NewEntry(name: "to-remove", secret: SecureBytes("to-remove"), kind: .password))
+            try await store.put(NewEntry(name: "to-re-add", secret: SecureBytes("old"), kind: .password))
+            #expect(store.client.selection.currentEndpointIndex == 0)
+            // A second store on the old primary, for the read: the writes below move `store` to the new one.
+            let reader = stores.keep(try await PostgresSecretStore.open(configuration: both, key: key, options: Self.options()))
+            #expect(try await reader.secret(named: "token") == SecureBytes("old"))
+            #expect(reader.client.selection.currentEndpointIndex == 0)
 
-        // Switchover: the primary stops cleanly, its standby is promoted, and the old primary
-        // follows the new one as a hot standby whose replay is then paused (it lags).
-        try primary.stop(mode: "fast")
-        try standby.promote()
-        try primary.follow(standby)
-        try PostgresServer.psql("SELECT pg_wal_replay_pause()", url: primary.url)
-        try await waitUntil(seconds: 20, "the old primary's replay paused") {
-            (try? PostgresServer.psql("SELECT pg_get_wal_replay_pause_state()", url: primary.url)) == "paused"
+            // Switchover: the primary stops cleanly, its standby is promoted, and the old primary
+            // follows the new one as a hot standby whose replay is then paused (it lags).
+            try primary.stop(mode: "fast")
+            try standby.promote()
+            try primary.follow(standby)
+            try PostgresServer.psql("SELECT pg_wal_replay_pause()", url: primary.url)
+            try await waitUntil(seconds: 20, "the old primary's replay paused") {
+                (try? PostgresServer.psql("SELECT pg_get_wal_replay_pause_state()", url: primary.url)) == "paused"
+            }
+            let writer = stores.keep(try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
+                                                                        key: key, options: Self.options()))
+            try await writer.put(NewEntry(name: "token", secret: SecureBytes("new"), kind: .password))
+            try await writer.add(NewEntry(name: "added-there", secret: SecureBytes("added-there"), kind: .password))
+            try await writer.remove(named: "to-re-add")
+            await stores.close(writer)
+
+            // Writes through the pool to the old primary. The fast stop closed the pool's connections:
+            // the first write opens a new one to the old primary, now a standby, and its unlocked read
+            // of the bucket is answered there in recovery and refused, never decided on. The
+            // standby's rows lack "added-there" and still hold "to-re-add": a write deciding from them
+            // would fail .notFound and .alreadyExists. That failure has the hosts probed again: the
+            // remove sent once more, and the add, go to the new primary.
+            let removeFailure = try await Self.writeOnceMoreIfUnavailable("remove added-there") { try await store.remove(named: "added-there") }
+            let addFailure = try await Self.writeOnceMoreIfUnavailable("add to-re-add") {
+                try await store.add(NewEntry(name: "to-re-add", secret: SecureBytes("re-added"), kind: .password))
+            }
+            // The wording of `PostgresPrimarySelection.unavailable(after:)` for a `PostgresStandbyAnswer`:
+            // the standby check refused the write, not a closed connection (also `.serverUnavailable`).
+            #expect(removeFailure?.contains("a host answered as a standby (in recovery)") == true,
+                    "the first write through the old pool: \(removeFailure ?? "succeeded")")
+            #expect(addFailure == nil, "the second write, after the primary was sought again: \(addFailure ?? "")")
+            #expect(store.client.selection.currentEndpointIndex == 1)
+
+            // The reader still holds its pool to the old primary: the read is answered there as a
+            // standby, is refused, and goes once to the new primary.
+            #expect(try await reader.secret(named: "token") == SecureBytes("new"))
+            #expect(reader.client.selection.currentEndpointIndex == 1)
+
+            let promoted = stores.keep(try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
+                                                                          key: key, options: Self.options()))
+            #expect(await errorCode { _ = try await promoted.secret(named: "added-there") } == .notFound)
+            #expect(try await promoted.secret(named: "to-re-add") == SecureBytes("re-added"))
+            #expect(try await promoted.secret(named: "to-remove") == SecureBytes("to-remove"))
+            #expect(try await promoted.list().map(\.name) == ["to-re-add", "to-remove", "token"])
+            #expect(try await promoted.verify().isIntact)
         }
-        let writer = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
-                                                        key: key, options: Self.options())
-        try await writer.put(NewEntry(name: "token", secret: SecureBytes("new"), kind: .password))
-        try await writer.add(NewEntry(name: "added-there", secret: SecureBytes("added-there"), kind: .password))
-        try await writer.remove(named: "to-re-add")
-        await writer.close()
-
-        // Writes through the pool to the old primary: their unlocked read of the bucket is answered
-        // there as a standby (or finds the connection closed) and refused, never decided on. The
-        // standby's rows lack "added-there" and still hold "to-re-add": a write deciding from them
-        // would fail .notFound and .alreadyExists. Not retried (one cut off may have committed):
-        // .serverUnavailable at most once, and the next call goes to the new primary.
-        try await Self.writeOnceMoreIfUnavailable("remove added-there") { try await store.remove(named: "added-there") }
-        try await Self.writeOnceMoreIfUnavailable("add to-re-add") {
-            try await store.add(NewEntry(name: "to-re-add", secret: SecureBytes("re-added"), kind: .password))
-        }
-
-        // The store still holds its pool to the old primary unless a write above left it: the read
-        // is then answered there as a standby (or finds the connection closed), is refused, and goes
-        // once to the new primary.
-        #expect(try await store.secret(named: "token") == SecureBytes("new"))
-        #expect(store.client.selection.currentEndpointIndex == 1)
-        await store.close()
-
-        let promoted = try await PostgresSecretStore.open(configuration: try Self.configuration(standby.url, storeName: "switchover"),
-                                                          key: key, options: Self.options())
-        #expect(await errorCode { _ = try await promoted.secret(named: "added-there") } == .notFound)
-        #expect(try await promoted.secret(named: "to-re-add") == SecureBytes("re-added"))
-        #expect(try await promoted.secret(named: "to-remove") == SecureBytes("to-remove"))
-        #expect(try await promoted.list().map(\.name) == ["to-re-add", "to-remove", "token"])
-        #expect(try await promoted.verify().isIntact)
-        await promoted.close()
     }
 
-    /// Runs the write `body`; when it fails `.serverUnavailable` (the primary lost), runs it once
-    /// more, which must succeed. Any other error fails the test.
-    private static func writeOnceMoreIfUnavailable(_ what: String, _ body: () async throws -> Void) async throws {
+    /// Runs the write `body`. The store never retries a write (one cut off may have committed): when
+    /// it fails `.serverUnavailable` (the primary lost), the test sends it once more, which goes to
+    /// the primary found then and must succeed. Any other error fails the test.
+    /// - Returns: the message of the `.serverUnavailable` failure; nil when the first attempt succeeded.
+    private static func writeOnceMoreIfUnavailable(_ what: String, _ body: () async throws -> Void) async throws -> String? {
         do {
             try await body()
+            return nil
         } catch let error as VaultError where error.code == .serverUnavailable {
             try await body()
+            return error.message
         } catch let error as VaultError {
             Issue.record("\(what) failed \(error.code) (\(error.message)): decided from the old primary's rows as a standby")
+            return nil
         }
     }
 }

@@ -33,59 +33,90 @@ struct PostgresWriteProcedureTests {
         return "postgres://\(user ?? String(owner))@127.0.0.1:\(try server.port)/\(database)"
     }
 
+    /// The names of the statements prepared on `store`'s connection (one connection: the one it writes on).
+    static func prepared(_ store: PostgresSecretStore) async throws -> Set<String> {
+        var names: Set<String> = []
+        for try await name in try await store.client.query("SELECT name FROM pg_prepared_statements").decode(String.self) {
+            names.insert(name)
+        }
+        return names
+    }
+
+    /// A configuration of one connection: `prepared(_:)` then sees the statements the store's writes prepared.
+    static func configuration(url: String, storeName: String) throws -> PostgresStoreConfiguration {
+        var configuration = try PostgresServer.configuration(url: url, storeName: storeName)
+        configuration.maximumConnections = 1
+        return configuration
+    }
+
     @Test("a database without the write procedure (dropped, or never creatable): writes fall back to the three statements, nothing lost, and a store created later makes it again",
           .timeLimit(.minutes(10)))
     func writesFallBackWithoutTheProcedure() async throws {
         let server = try PrivatePostgresServer()
         defer { server.cleanUp() }
-        let key = try PostgresServer.newKey()
-        let configuration = try PostgresServer.configuration(url: server.url, storeName: "dropped")
-        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options())
-        for name in ["kept", "doomed", "spare"] {
-            try await store.add(NewEntry(name: name, secret: SecureBytes("first " + name), kind: .password))
+        try await ClosingStores.run { stores in
+            let key = try PostgresServer.newKey()
+            let configuration = try Self.configuration(url: server.url, storeName: "dropped")
+            let store = stores.keep(try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options()))
+            for name in ["kept", "doomed", "spare"] {
+                try await store.add(NewEntry(name: name, secret: SecureBytes("first " + name), kind: .password))
+            }
+            #expect(try Self.procedureExists(url: server.url), "create made the procedure")
+            #expect(store.writesByProcedureNow)
+            var names = try await Self.prepared(store)
+            #expect(names.contains(PostgresBucketWriteCall.name), "the adds called the procedure: \(names)")
+            #expect(names.isDisjoint(with: [PostgresBucketEntryPut.name, PostgresBucketEntryRemove.name]), "\(names)")
+
+            try PostgresServer.psql("DROP PROCEDURE \(Self.procedure)", url: server.url)
+            #expect(try !Self.procedureExists(url: server.url))
+            // Its connection prepared the CALL before the drop: that statement now fails (42883), unwritten.
+            try await store.put(NewEntry(name: "kept", secret: SecureBytes("second kept"), kind: .password))
+            #expect(!store.writesByProcedureNow)
+            names = try await Self.prepared(store)
+            #expect(names.contains(PostgresBucketEntryPut.name), "the put fell back to the three statements: \(names)")
+            try await store.add(NewEntry(name: "added", secret: SecureBytes("first added"), kind: .password))
+            try await store.remove(named: "doomed")
+            names = try await Self.prepared(store)
+            #expect(names.contains(PostgresBucketEntryRemove.name), "the removal took the three statements: \(names)")
+            #expect(try await store.secret(named: "kept") == SecureBytes("second kept"))
+            #expect(try await store.secret(named: "added") == SecureBytes("first added"))
+            #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
+
+            // A store opened later, the procedure still missing, writes by the three statements too
+            // (it finds the procedure missing when opened, or when its first call is refused).
+            let later = stores.keep(try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options()))
+            try await later.remove(named: "spare")
+            #expect(!later.writesByProcedureNow)
+            names = try await Self.prepared(later)
+            #expect(names.contains(PostgresBucketEntryRemove.name), "the removal fell back to the three statements: \(names)")
+            try await later.put(NewEntry(name: "added", secret: SecureBytes("second added"), kind: .password))
+            names = try await Self.prepared(later)
+            #expect(names.contains(PostgresBucketEntryPut.name), "the put took the three statements: \(names)")
+            #expect(await errorCode { _ = try await later.secret(named: "spare") } == .notFound)
+            #expect(try await later.secret(named: "added") == SecureBytes("second added"))
+            #expect(try await later.secret(named: "kept") == SecureBytes("second kept"))
+            #expect(try await later.list().map(\.name) == ["added", "kept"])
+            let report = try await later.verify()
+            #expect(report.isIntact)
+            #expect(report.entriesChecked == 2)
+            // Eight writes, each saving its bucket once: a refused call wrote nothing, its resend wrote once.
+            #expect(report.generation == 8)
+            #expect(try await store.verify().isIntact)
+            await stores.close(later)
+            await stores.close(store)
+
+            // Creating another store puts the procedure back, and that store's writes use it.
+            let recreated = stores.keep(try await PostgresSecretStore.create(
+                configuration: try Self.configuration(url: server.url, storeName: "recreated"), key: key, options: Self.options()))
+            #expect(try Self.procedureExists(url: server.url), "create made the procedure again")
+            try await recreated.put(NewEntry(name: "token", secret: SecureBytes("by procedure"), kind: .password))
+            #expect(recreated.writesByProcedureNow)
+            names = try await Self.prepared(recreated)
+            #expect(names.contains(PostgresBucketWriteCall.name), "the put called the procedure: \(names)")
+            #expect(!names.contains(PostgresBucketEntryPut.name), "\(names)")
+            #expect(try await recreated.secret(named: "token") == SecureBytes("by procedure"))
+            #expect(try await recreated.verify().isIntact)
         }
-        #expect(try Self.procedureExists(url: server.url), "create made the procedure")
-        #expect(store.writesByProcedureNow, "the adds went through the procedure")
-
-        try PostgresServer.psql("DROP PROCEDURE \(Self.procedure)", url: server.url)
-        #expect(try !Self.procedureExists(url: server.url))
-        // Its connection prepared the CALL before the drop: that statement now fails (42883), unwritten.
-        try await store.put(NewEntry(name: "kept", secret: SecureBytes("second kept"), kind: .password))
-        #expect(!store.writesByProcedureNow, "the put fell back to the three statements")
-        try await store.add(NewEntry(name: "added", secret: SecureBytes("first added"), kind: .password))
-        try await store.remove(named: "doomed")
-        #expect(try await store.secret(named: "kept") == SecureBytes("second kept"))
-        #expect(try await store.secret(named: "added") == SecureBytes("first added"))
-        #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
-
-        // A store opened later tries the procedure again, meets its absence on a removal this time, and falls back too.
-        let later = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
-        #expect(later.writesByProcedureNow)
-        try await later.remove(named: "spare")
-        #expect(!later.writesByProcedureNow, "the removal fell back to the three statements")
-        try await later.put(NewEntry(name: "added", secret: SecureBytes("second added"), kind: .password))
-        #expect(await errorCode { _ = try await later.secret(named: "spare") } == .notFound)
-        #expect(try await later.secret(named: "added") == SecureBytes("second added"))
-        #expect(try await later.secret(named: "kept") == SecureBytes("second kept"))
-        #expect(try await later.list().map(\.name) == ["added", "kept"])
-        let report = try await later.verify()
-        #expect(report.isIntact)
-        #expect(report.entriesChecked == 2)
-        // Eight writes, each saving its bucket once: a refused call wrote nothing, its resend wrote once.
-        #expect(report.generation == 8)
-        #expect(try await store.verify().isIntact)
-        await later.close()
-        await store.close()
-
-        // Creating another store puts the procedure back, and that store's writes use it.
-        let recreated = try await PostgresSecretStore.create(
-            configuration: try PostgresServer.configuration(url: server.url, storeName: "recreated"), key: key, options: Self.options())
-        #expect(try Self.procedureExists(url: server.url), "create made the procedure again")
-        try await recreated.put(NewEntry(name: "token", secret: SecureBytes("by procedure"), kind: .password))
-        #expect(recreated.writesByProcedureNow, "the put went through the procedure")
-        #expect(try await recreated.secret(named: "token") == SecureBytes("by procedure"))
-        #expect(try await recreated.verify().isIntact)
-        await recreated.close()
     }
 
     @Test("a role without the right to create procedures still creates and uses its store; one refused EXECUTE on the procedure writes without it",
@@ -102,51 +133,100 @@ struct PostgresWriteProcedureTests {
         #expect(try PostgresServer.psql("SELECT has_language_privilege('vault_limited', 'plpgsql', 'USAGE')", url: superuser) == "f")
         let limited = try Self.url(of: server, user: "vault_limited", database: "limited")
         let key = try PostgresServer.newKey()
-        let configuration = try PostgresServer.configuration(url: limited, storeName: "limited")
+        let configuration = try Self.configuration(url: limited, storeName: "limited")
 
-        let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options())
-        #expect(try !Self.procedureExists(url: superuser), "the role could not create the procedure")
-        #expect(try PostgresServer.psql("SELECT tableowner FROM pg_tables WHERE tablename = 'vault_buckets'", url: superuser) == "vault_limited")
-        try await store.add(NewEntry(name: "token", secret: SecureBytes("first"), kind: .password))
-        #expect(!store.writesByProcedureNow, "the add fell back to the three statements")
-        try await store.put(NewEntry(name: "token", secret: SecureBytes("second"), kind: .password))
-        try await store.add(NewEntry(name: "doomed", secret: SecureBytes("doomed"), kind: .password))
-        try await store.remove(named: "doomed")
-        #expect(try await store.secret(named: "token") == SecureBytes("second"))
-        #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
-        await store.close()
+        try await ClosingStores.run { stores in
+            let store = stores.keep(try await PostgresSecretStore.create(configuration: configuration, key: key, options: Self.options()))
+            #expect(try !Self.procedureExists(url: superuser), "the role could not create the procedure")
+            #expect(try PostgresServer.psql("SELECT tableowner FROM pg_tables WHERE tablename = 'vault_buckets'", url: superuser) == "vault_limited")
+            try await store.add(NewEntry(name: "token", secret: SecureBytes("first"), kind: .password))
+            #expect(!store.writesByProcedureNow)
+            var names = try await Self.prepared(store)
+            #expect(names.contains(PostgresBucketEntryPut.name), "the add fell back to the three statements: \(names)")
+            try await store.put(NewEntry(name: "token", secret: SecureBytes("second"), kind: .password))
+            try await store.add(NewEntry(name: "doomed", secret: SecureBytes("doomed"), kind: .password))
+            try await store.remove(named: "doomed")
+            names = try await Self.prepared(store)
+            #expect(names.contains(PostgresBucketEntryRemove.name), "the removal took the three statements: \(names)")
+            #expect(try await store.secret(named: "token") == SecureBytes("second"))
+            #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
+            await stores.close(store)
 
-        // The procedure made by the superuser, its EXECUTE revoked from PUBLIC: the role's CALL is refused (42501).
-        try PostgresServer.psql(PostgresSchema.createWriteProcedure.sql, url: superuser)
-        try PostgresServer.psql("REVOKE EXECUTE ON PROCEDURE \(Self.procedure) FROM PUBLIC", url: superuser)
-        #expect(try Self.procedureExists(url: superuser))
-        #expect(try PostgresServer.psql("SELECT has_function_privilege('vault_limited', '\(Self.procedure)', 'EXECUTE')",
-                                        url: superuser) == "f")
-        let refused = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
-        try await refused.put(NewEntry(name: "token", secret: SecureBytes("third"), kind: .password))
-        #expect(!refused.writesByProcedureNow, "the refused call fell back to the three statements")
-        try await refused.add(NewEntry(name: "other", secret: SecureBytes("other"), kind: .password))
-        #expect(try await refused.secret(named: "token") == SecureBytes("third"))
-        await refused.close()
+            // The procedure made by the superuser and given to the role (a store uses only one with the
+            // tables' owner), its EXECUTE revoked from PUBLIC and from the role: the role's CALL is refused (42501).
+            try PostgresServer.psql(PostgresSchema.createWriteProcedure.sql, url: superuser)
+            try PostgresServer.psql("ALTER PROCEDURE \(Self.procedure) OWNER TO vault_limited", url: superuser)
+            try PostgresServer.psql("REVOKE EXECUTE ON PROCEDURE \(Self.procedure) FROM PUBLIC, vault_limited", url: superuser)
+            #expect(try Self.procedureExists(url: superuser))
+            #expect(try PostgresServer.psql("SELECT has_function_privilege('vault_limited', '\(Self.procedure)', 'EXECUTE')",
+                                            url: superuser) == "f")
+            let refused = stores.keep(try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options()))
+            #expect(refused.writesByProcedureNow, "opened where the procedure exists, the store tries it")
+            try await refused.put(NewEntry(name: "token", secret: SecureBytes("third"), kind: .password))
+            #expect(!refused.writesByProcedureNow)
+            names = try await Self.prepared(refused)
+            #expect(names.contains(PostgresBucketEntryPut.name), "the refused call fell back to the three statements: \(names)")
+            try await refused.add(NewEntry(name: "other", secret: SecureBytes("other"), kind: .password))
+            #expect(try await refused.secret(named: "token") == SecureBytes("third"))
+            #expect(try await refused.secret(named: "other") == SecureBytes("other"))
+            await stores.close(refused)
 
-        // Granted, the same role's writes go through the procedure: the refusal above was the reason.
-        try PostgresServer.psql("GRANT EXECUTE ON PROCEDURE \(Self.procedure) TO vault_limited", url: superuser)
-        let granted = try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options())
-        try await granted.put(NewEntry(name: "token", secret: SecureBytes("fourth"), kind: .password))
-        #expect(granted.writesByProcedureNow, "the put went through the procedure")
-        #expect(try await granted.secret(named: "token") == SecureBytes("fourth"))
-        #expect(try await granted.secret(named: "other") == SecureBytes("other"))
-        #expect(try await granted.list().map(\.name) == ["other", "token"])
-        let report = try await granted.verify()
-        #expect(report.isIntact)
-        #expect(report.entriesChecked == 2)
-        // Seven writes, each saving its bucket once.
-        #expect(report.generation == 7)
-        await granted.close()
+            // Granted, the same role's writes go through the procedure: the refusal above was the reason.
+            try PostgresServer.psql("GRANT EXECUTE ON PROCEDURE \(Self.procedure) TO vault_limited", url: superuser)
+            let granted = stores.keep(try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options()))
+            try await granted.put(NewEntry(name: "token", secret: SecureBytes("fourth"), kind: .password))
+            #expect(granted.writesByProcedureNow)
+            names = try await Self.prepared(granted)
+            #expect(names.contains(PostgresBucketWriteCall.name), "the put called the procedure: \(names)")
+            #expect(!names.contains(PostgresBucketEntryPut.name), "\(names)")
+            #expect(try await granted.secret(named: "token") == SecureBytes("fourth"))
+            #expect(try await granted.secret(named: "other") == SecureBytes("other"))
+            #expect(try await granted.list().map(\.name) == ["other", "token"])
+            let report = try await granted.verify()
+            #expect(report.isIntact)
+            #expect(report.entriesChecked == 2)
+            // Seven writes, each saving its bucket once.
+            #expect(report.generation == 7)
+        }
     }
 }
 
 extension PostgresSecretStore {
     /// `writesByProcedure` read once (`#expect` cannot take the non-copyable `Atomic` itself).
     fileprivate var writesByProcedureNow: Bool { writesByProcedure.load(ordering: .relaxed) }
+}
+
+/// The stores a test opens, closed when it ends whether it passed or threw: a store left open keeps
+/// its pool reconnecting while the test's private server is stopped and deleted.
+final class ClosingStores {
+    private var open: [PostgresSecretStore] = []
+
+    /// Runs `body`, then closes every store it kept and did not close itself, also when `body` threw.
+    static func run(_ body: (ClosingStores) async throws -> Void) async throws {
+        let stores = ClosingStores()
+        do {
+            try await body(stores)
+        } catch {
+            await stores.closeAll()
+            throw error
+        }
+        await stores.closeAll()
+    }
+
+    /// `store`, closed at the end unless `close(_:)` closes it before.
+    func keep(_ store: PostgresSecretStore) -> PostgresSecretStore {
+        open.append(store)
+        return store
+    }
+
+    /// Closes `store` now (the test goes on with other stores of the same vault).
+    func close(_ store: PostgresSecretStore) async {
+        open.removeAll { $0 === store }
+        await store.close()
+    }
+
+    private func closeAll() async {
+        for store in open.reversed() { await store.close() }
+        open = []
+    }
 }

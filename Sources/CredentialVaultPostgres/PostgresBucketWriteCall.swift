@@ -25,4 +25,7 @@ struct PostgresBucketWriteCall: PostgresBucketWriteStatement {
 
 /// Thrown by a write whose call of `vault_bucket_write_v3` was refused as unavailable
 /// (`PostgresBucketWriteCall.isUnavailable`): nothing was written, and the write is sent again without it.
-struct PostgresWriteProcedureUnavailable: Error {}
+struct PostgresWriteProcedureUnavailable: Error {
+    /// The server's SQLSTATE, for the log.
+    var sqlState: String
+}

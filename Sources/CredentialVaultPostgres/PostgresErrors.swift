@@ -55,8 +55,9 @@ enum PostgresErrors {
         }
         if error.code == .server {
             let state = error.serverInfo?[.sqlState] ?? "unknown"
-            // Class 08 (connection exception), 57P01-57P03 (shutdown, crash recovery, cannot connect now).
-            if state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state) {
+            // Class 08 (connection exception), 57P01-57P03 (shutdown, crash recovery, cannot connect now),
+            // 57014 (cancelled: statement_timeout, which may fire after the write procedure's COMMIT).
+            if state.hasPrefix("08") || ["57P01", "57P02", "57P03", "57014"].contains(state) {
                 return unavailable(configuration, "SQLSTATE \(state)")
             }
             return VaultError(.io, "the PostgreSQL server refused the operation (SQLSTATE \(state))",

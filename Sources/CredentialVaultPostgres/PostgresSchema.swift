@@ -64,6 +64,19 @@ enum PostgresSchema {
         $procedure$
         """
 
+    /// True when the write procedure found by the search path may be used: it is a procedure in the
+    /// schema of `vault_buckets` (the one the search path finds) with the same owner. A
+    /// `vault_bucket_write_v3` that another role made (a co-tenant able to create in `public`, or
+    /// earlier on the search path) is never called: it would run with the vault role's rights.
+    /// A scalar sub-select, false (or NULL) when either is missing.
+    static let writeProcedureUsable = """
+        (SELECT p.prokind = 'p' AND p.proowner = c.relowner AND p.pronamespace = c.relnamespace
+         FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_proc p
+           ON p.oid = pg_catalog.to_regprocedure('vault_bucket_write_v3(bytea,bytea,bigint,bytea,integer,bytea,bytea,bigint)')
+         WHERE c.oid = pg_catalog.to_regclass('vault_buckets'))
+        """
+
     /// Whether all three tables are there (the fast path: no schema lock), and whether the write procedure is.
     static let tablesPresent: PostgresQuery = """
         SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL

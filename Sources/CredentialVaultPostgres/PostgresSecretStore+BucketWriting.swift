@@ -341,8 +341,8 @@ extension PostgresSecretStore {
         if byProcedure {
             do {
                 count = try await savedCount(of: PostgresBucketWriteCall(write: write), prepared: prepared, on: connection)
-            } catch where PostgresBucketWriteCall.isUnavailable(error) {
-                throw PostgresWriteProcedureUnavailable()
+            } catch let error as PSQLError where PostgresBucketWriteCall.isUnavailable(error) {
+                throw PostgresWriteProcedureUnavailable(sqlState: error.serverInfo?[.sqlState] ?? "?")
             }
         } else if sealed == nil {
             count = try await savedCount(of: PostgresBucketEntryRemove(write: write), prepared: prepared, on: connection)

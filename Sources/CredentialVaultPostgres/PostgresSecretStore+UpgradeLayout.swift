@@ -23,7 +23,7 @@ extension PostgresSecretStore {
         let progress = PostgresProgress()
         let outcome: (previous: Int, bits: UInt8, generation: UInt64?) = try await guarding(progress: progress) {
             try await client.withTransaction(logger: logger) { connection in
-                try await Self.ensureSchema(connection, logger: logger)
+                self.writesByProcedure.store(try await Self.ensureSchema(connection, logger: logger), ordering: .relaxed)
                 let vaultID = ByteBuffer(bytes: self.vaultID)
                 let sealedState = try await self.lockedSealedState(on: connection, logger: logger)
                 if PostgresStateV3.isVersion3(sealedState) {

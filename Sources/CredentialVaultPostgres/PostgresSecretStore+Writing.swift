@@ -98,11 +98,12 @@ extension PostgresSecretStore {
                 } catch is PostgresBucketMoved {
                     moved += 1
                     progress.tick()
-                } catch is PostgresWriteProcedureUnavailable {
+                } catch let unavailable as PostgresWriteProcedureUnavailable {
                     // Nothing written: this store writes without the procedure from now on (a store
-                    // opened later tries it again).
+                    // opened later looks for it again).
                     writesByProcedure.store(false, ordering: .relaxed)
-                    logger.notice("vault_bucket_write_v3 is missing or refused here: writes of one entry take three statements")
+                    logger.notice("vault_bucket_write_v3 is missing or refused here: writes of one entry take three statements",
+                                  metadata: ["sqlstate": "\(unavailable.sqlState)"])
                     progress.tick()
                 }
             }

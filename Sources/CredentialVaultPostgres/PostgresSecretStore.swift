@@ -77,10 +77,11 @@ public final class PostgresSecretStore: Sendable {
     /// False once the server (or a pooler in front of it) refused a named prepared statement:
     /// `entry(named:)` then sends its query unprepared.
     let preparedReads = Atomic<Bool>(true)
-    /// False once `vault_bucket_write_v3` was missing or refused (an older schema, a role without
-    /// the right, a pooler that wraps statements in a transaction): a write of one entry then sends
-    /// its compare-and-set and a statement that waits for its commit, instead of the one call.
-    let writesByProcedure = Atomic<Bool>(true)
+    /// True when `vault_bucket_write_v3` was there, in the tables' schema and with their owner, when
+    /// the store was opened (`PostgresSchema.writeProcedureUsable`); false from then on once a call
+    /// of it was refused (dropped, a pooler that wraps statements in a transaction): a write of one
+    /// entry then sends its compare-and-set and a statement that waits for its commit instead.
+    let writesByProcedure: Atomic<Bool>
     /// The generation remembered on this machine when the store was opened (0 for none).
     private let rememberedAtOpen: UInt64
     /// The store's layout: one state row (versions 1 and 2) or buckets (version 3). Changes once,
@@ -93,7 +94,8 @@ public final class PostgresSecretStore: Sendable {
 
     private init(configuration: PostgresStoreConfiguration, options: Options, client: PostgresPrimaryClient,
                  runner: Task<Void, Never>, vaultID: [UInt8], keys: PostgresDataKeys, generation: UInt64, remembered: UInt64 = 0,
-                 layout: PostgresStoreLayout = .single, rememberedBuckets: [UInt64] = []) {
+                 layout: PostgresStoreLayout = .single, rememberedBuckets: [UInt64] = [], writesByProcedure: Bool = false) {
+        self.writesByProcedure = Atomic(writesByProcedure)
         self.storeName = configuration.storeName
         self.configuration = configuration
         self.options = options
@@ -177,9 +179,9 @@ public final class PostgresSecretStore: Sendable {
                 try PostgresBucket(generation: 0, rows: [:]).sealed(vaultID: vaultID, storeName: storeName, bucket: bucket, keys: keys)
             } : []
             let logger = options.logger
-            try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
-                try await client.withTransaction(logger: logger) { connection in
-                    try await ensureSchema(connection, logger: logger)
+            let procedure = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+                try await client.withTransaction(logger: logger) { connection -> Bool in
+                    let procedure = try await ensureSchema(connection, logger: logger)
                     // One statement decides, not a check before the insert: of clients creating
                     // the same name at once, one inserts and the others (waiting on its key) insert nothing.
                     var inserted = false
@@ -197,10 +199,12 @@ public final class PostgresSecretStore: Sendable {
                     if bucketed {
                         try await insertBuckets(emptyBuckets, vaultID: vaultID, on: connection, logger: logger)
                     }
+                    return procedure
                 }
             }
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
-                                       vaultID: vaultID, keys: keys, generation: 0, layout: bucketed ? .buckets(bits: bits) : .single)
+                                       vaultID: vaultID, keys: keys, generation: 0, layout: bucketed ? .buckets(bits: bits) : .single,
+                                       writesByProcedure: procedure)
         } catch {
             runner.cancel()
             await runner.value
@@ -219,12 +223,14 @@ public final class PostgresSecretStore: Sendable {
         do {
             let storeName = configuration.storeName
             let logger = options.logger
-            let row: (vaultID: [UInt8], slot: [UInt8], state: [UInt8]) = try await PostgresErrors.guarding(
+            let row: (vaultID: [UInt8], slot: [UInt8], state: [UInt8], procedure: Bool) = try await PostgresErrors.guarding(
                 configuration, timeout: options.operationTimeout) {
-                let rows = try await client.query(
-                    "SELECT vault_id, key_slot, state FROM vault_stores WHERE store_name = \(storeName)", logger: logger)
-                for try await (vaultID, slot, state) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
-                    return (Array(buffer: vaultID), Array(buffer: slot), Array(buffer: state))
+                let rows = try await client.query("""
+                    SELECT vault_id, key_slot, state, \(unescaped: PostgresSchema.writeProcedureUsable)
+                    FROM vault_stores WHERE store_name = \(storeName)
+                    """, logger: logger)
+                for try await (vaultID, slot, state, procedure) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Bool?).self) {
+                    return (Array(buffer: vaultID), Array(buffer: slot), Array(buffer: state), procedure == true)
                 }
                 throw VaultError(.notFound, "no vault named \(TerminalText.escaped(storeName)) in this database",
                                  fix: "create it first, or check the store name")
@@ -249,7 +255,8 @@ public final class PostgresSecretStore: Sendable {
                     .read(storeID: row.vaultID, bucketBits: state.bucketBits, key: keys.state) ?? []
                 return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
                                            vaultID: row.vaultID, keys: keys, generation: 0,
-                                           layout: .buckets(bits: state.bucketBits), rememberedBuckets: remembered)
+                                           layout: .buckets(bits: state.bucketBits), rememberedBuckets: remembered,
+                                           writesByProcedure: row.procedure)
             }
             let state = try PostgresVaultState.open(row.state, vaultID: row.vaultID, storeName: storeName, keys: keys)
             // A machine that has seen this store in layout 3 refuses a version 1 or 2 state of it:
@@ -264,7 +271,8 @@ public final class PostgresSecretStore: Sendable {
                 .read(storeID: row.vaultID, key: keys.state) ?? 0
             try checkRollback(state.generation, remembered: max(options.minimumGeneration, options.acceptRollback ? 0 : remembered))
             return PostgresSecretStore(configuration: configuration, options: options, client: client, runner: runner,
-                                       vaultID: row.vaultID, keys: keys, generation: state.generation, remembered: remembered)
+                                       vaultID: row.vaultID, keys: keys, generation: state.generation, remembered: remembered,
+                                       writesByProcedure: row.procedure)
         } catch {
             runner.cancel()
             await runner.value
@@ -306,14 +314,21 @@ public final class PostgresSecretStore: Sendable {
     /// three tables and the procedure and go on without it (a database an older release made,
     /// without `vault_buckets` or the procedure, gets them here). The procedure is best effort:
     /// a role that may not create it still gets its store, whose writes then take three statements.
-    static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws {
+    /// - Returns: whether the procedure may be used (`PostgresSchema.writeProcedureUsable`).
+    @discardableResult
+    static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
         var tables = false, procedure = false
         for try await (tablesThere, procedureThere) in try await connection.query(PostgresSchema.tablesPresent, logger: logger)
             .decode((Bool, Bool).self) {
             (tables, procedure) = (tablesThere, procedureThere)
         }
-        if tables && procedure { return }
+        if tables && procedure { return try await writeProcedureUsable(connection, logger: logger) }
         try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
+        // Again under the lock: another process may have made them meanwhile.
+        for try await (tablesThere, procedureThere) in try await connection.query(PostgresSchema.tablesPresent, logger: logger)
+            .decode((Bool, Bool).self) {
+            (tables, procedure) = (tablesThere, procedureThere)
+        }
         if !tables {
             try await connection.query(PostgresSchema.createStores, logger: logger)
             try await connection.query(PostgresSchema.createEntries, logger: logger)
@@ -330,6 +345,17 @@ public final class PostgresSecretStore: Sendable {
                               metadata: ["sqlstate": "\(error.serverInfo?[.sqlState] ?? "?")"])
             }
         }
+        return try await writeProcedureUsable(connection, logger: logger)
+    }
+
+    /// `PostgresSchema.writeProcedureUsable`, asked on `connection`.
+    static func writeProcedureUsable(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        var usable = false
+        for try await answer in try await connection.query(PostgresQuery(unsafeSQL: "SELECT " + PostgresSchema.writeProcedureUsable),
+                                                           logger: logger).decode(Bool?.self) {
+            usable = answer == true
+        }
+        return usable
     }
 
     static func checkRollback(_ generation: UInt64, remembered: UInt64) throws {

@@ -119,7 +119,7 @@ struct PostgresWriteProcedureTests {
         }
     }
 
-    @Test("a role without the right to create procedures still creates and uses its store; one refused EXECUTE on the procedure writes without it",
+    @Test("a role without the right to create procedures still creates and uses its store; a procedure another role planted is never called; one refused EXECUTE writes without it",
           .timeLimit(.minutes(10)))
     func aRoleWithoutTheProcedureStillWrites() async throws {
         let server = try PrivatePostgresServer()
@@ -151,6 +151,21 @@ struct PostgresWriteProcedureTests {
             #expect(try await store.secret(named: "token") == SecureBytes("second"))
             #expect(await errorCode { _ = try await store.secret(named: "doomed") } == .notFound)
             await stores.close(store)
+
+            // Another role (here the superuser, as a co-tenant able to create in public would) plants a
+            // vault_bucket_write_v3 that records every call: not the tables' owner, it is never called.
+            try PostgresServer.psql("""
+                CREATE TABLE planted_calls (n integer); GRANT INSERT ON planted_calls TO PUBLIC;
+                CREATE PROCEDURE \(Self.procedure.replacingOccurrences(of: ",bigint)", with: ",INOUT saved bigint DEFAULT NULL)"))
+                LANGUAGE plpgsql AS $$ BEGIN INSERT INTO planted_calls VALUES (1); saved := 0; END $$
+                """, url: superuser)
+            let cotenant = stores.keep(try await PostgresSecretStore.open(configuration: configuration, key: key, options: Self.options()))
+            #expect(!cotenant.writesByProcedureNow, "a procedure of another owner is not used")
+            try await cotenant.put(NewEntry(name: "token", secret: SecureBytes("planted?"), kind: .password))
+            #expect(try PostgresServer.psql("SELECT count(*) FROM planted_calls", url: superuser) == "0", "the planted procedure never ran")
+            #expect(try await cotenant.secret(named: "token") == SecureBytes("planted?"))
+            await stores.close(cotenant)
+            try PostgresServer.psql("DROP PROCEDURE \(Self.procedure); DROP TABLE planted_calls", url: superuser)
 
             // The procedure made by the superuser and given to the role (a store uses only one with the
             // tables' owner), its EXECUTE revoked from PUBLIC and from the role: the role's CALL is refused (42501).
@@ -185,8 +200,8 @@ struct PostgresWriteProcedureTests {
             let report = try await granted.verify()
             #expect(report.isIntact)
             #expect(report.entriesChecked == 2)
-            // Seven writes, each saving its bucket once.
-            #expect(report.generation == 7)
+            // Eight writes, each saving its bucket once.
+            #expect(report.generation == 8)
         }
     }
 }
@@ -194,39 +209,4 @@ struct PostgresWriteProcedureTests {
 extension PostgresSecretStore {
     /// `writesByProcedure` read once (`#expect` cannot take the non-copyable `Atomic` itself).
     fileprivate var writesByProcedureNow: Bool { writesByProcedure.load(ordering: .relaxed) }
-}
-
-/// The stores a test opens, closed when it ends whether it passed or threw: a store left open keeps
-/// its pool reconnecting while the test's private server is stopped and deleted.
-final class ClosingStores {
-    private var open: [PostgresSecretStore] = []
-
-    /// Runs `body`, then closes every store it kept and did not close itself, also when `body` threw.
-    static func run(_ body: (ClosingStores) async throws -> Void) async throws {
-        let stores = ClosingStores()
-        do {
-            try await body(stores)
-        } catch {
-            await stores.closeAll()
-            throw error
-        }
-        await stores.closeAll()
-    }
-
-    /// `store`, closed at the end unless `close(_:)` closes it before.
-    func keep(_ store: PostgresSecretStore) -> PostgresSecretStore {
-        open.append(store)
-        return store
-    }
-
-    /// Closes `store` now (the test goes on with other stores of the same vault).
-    func close(_ store: PostgresSecretStore) async {
-        open.removeAll { $0 === store }
-        await store.close()
-    }
-
-    private func closeAll() async {
-        for store in open.reversed() { await store.close() }
-        open = []
-    }
 }

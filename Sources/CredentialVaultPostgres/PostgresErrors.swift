@@ -15,25 +15,19 @@ enum PostgresErrors {
     /// only when `timeout` passes with no further statement answered, and its message says whether
     /// the server never answered or answered some statements and then stopped.
     static func guarding<T: Sendable>(_ configuration: PostgresStoreConfiguration, timeout: Duration,
-                                      progress: PostgresProgress? = nil,
+                                      progress: PostgresProgress? = nil, watch: PostgresDeadlineWatch = PostgresDeadlineWatch(),
                                       _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let race = DeadlineRace<T>()
+        let race = DeadlineRace<T>(mapping: { mapped($0, configuration) })
+        let watched = watch.watch(timeout: timeout, progress: progress) { expiry in
+            race.finish(.failure(unavailable(configuration, expiry.answered == 0
+                ? "no answer within \(timeout)"
+                : "it answered \(expiry.answered) statements of this operation, then none within \(timeout)")))
+        }
+        // Withdrawn as soon as the race is decided: no deadline outlives its operation.
+        defer { watch.withdraw(watched) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                race.start(continuation: continuation, mapping: { mapped($0, configuration) }, body: body,
-                           timer: Task {
-                               // Cancelled when the work finishes first: no timer outlives its operation.
-                               var answered = 0
-                               while true {
-                                   guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                                   let now = progress?.count ?? 0
-                                   if progress == nil || now == answered { break }
-                                   answered = now
-                               }
-                               race.finish(.failure(unavailable(configuration, answered == 0
-                                   ? "no answer within \(timeout)"
-                                   : "it answered \(answered) statements of this operation, then none within \(timeout)")))
-                           })
+                race.start(continuation: continuation, body: body)
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -77,33 +71,36 @@ enum PostgresErrors {
 }
 
 /// One continuation resumed exactly once, by whichever comes first: the work's result, the
-/// deadline, or the caller's cancellation (which also cancels the work). The deadline's timer is
-/// cancelled as soon as the race is decided: a sleeping timer per finished operation (10 s each,
-/// thousands at a time under load) cost every later operation its share of the timer queue.
+/// deadline (`PostgresDeadlineWatch`), or the caller's cancellation (which also cancels the work).
+/// The work is its own task, started at once on the caller's thread (`Task.immediate`, no hop to
+/// another thread before its first wait), so that the caller can be answered at the deadline
+/// even when the work does not notice its cancellation.
 private final class DeadlineRace<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
-        var mapping: (@Sendable (any Error) -> any Error)?
         var work: Task<Void, Never>?
-        var timer: Task<Void, Never>?
+        /// The race's result when it was decided before `start` (a deadline or a cancellation).
+        var early: Result<T, any Error>?
         var finished = false
     }
     private let state = Mutex(State())
+    private let mapping: @Sendable (any Error) -> any Error
 
-    func start(continuation: CheckedContinuation<T, any Error>, mapping: @escaping @Sendable (any Error) -> any Error,
-               body: @escaping @Sendable () async throws -> T, timer: Task<Void, Never>) {
-        let alreadyFinished = state.withLock { state in
+    init(mapping: @escaping @Sendable (any Error) -> any Error) {
+        self.mapping = mapping
+    }
+
+    func start(continuation: CheckedContinuation<T, any Error>, body: @escaping @Sendable () async throws -> T) {
+        let early = state.withLock { state -> Result<T, any Error>? in
+            if state.finished { return state.early ?? .failure(CancellationError()) }
             state.continuation = continuation
-            state.mapping = mapping
-            state.timer = timer
-            return state.finished
+            return nil
         }
-        if alreadyFinished {
-            timer.cancel()
-            continuation.resume(throwing: CancellationError())
+        if let early {
+            continuation.resume(with: early.mapError(mapping))
             return
         }
-        let work = Task {
+        let work = Task.immediate {
             do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
         }
         // The race may already be decided (the deadline passed, the caller cancelled): then the work is not wanted.
@@ -115,19 +112,18 @@ private final class DeadlineRace<T: Sendable>: Sendable {
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable (any Error) -> any Error)?,
-                                               Task<Void, Never>?, Task<Void, Never>?) in
-            guard !state.finished else { return (nil, nil, nil, nil) }
+        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            guard !state.finished else { return (nil, nil) }
             state.finished = true
-            defer {
-                state.continuation = nil
-                state.timer = nil
+            guard let continuation = state.continuation else {
+                state.early = result
+                return (nil, nil)
             }
-            return (state.continuation, state.mapping, state.work, state.timer)
+            state.continuation = nil
+            return (continuation, state.work)
         }
-        taken.3?.cancel()
         guard let continuation = taken.0 else { return }
-        if case .failure = result { taken.2?.cancel() }
-        continuation.resume(with: result.mapError { taken.1?($0) ?? $0 })
+        if case .failure = result { taken.1?.cancel() }
+        continuation.resume(with: result.mapError(mapping))
     }
 }

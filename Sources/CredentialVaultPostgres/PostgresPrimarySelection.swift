@@ -38,6 +38,8 @@ final class PostgresPrimarySelection: Sendable {
     }
 
     let configuration: PostgresStoreConfiguration
+    /// The deadlines of every operation of the store (one timer task for all, not one each).
+    let deadlines = PostgresDeadlineWatch()
     private let logger: Logger
     private let makePool: @Sendable (PostgresStoreConfiguration.Endpoint) -> PostgresClient
     private let state = Mutex(State())
@@ -160,10 +162,11 @@ final class PostgresPrimarySelection: Sendable {
         }
         let configuration = self.configuration
         let logger = self.logger
+        let deadlines = self.deadlines
         let answers = await withTaskGroup(of: (Int, Bool?).self) { group in
             for candidate in candidates {
                 group.addTask {
-                    let inRecovery = try? await PostgresErrors.guarding(configuration, timeout: configuration.connectTimeout) {
+                    let inRecovery = try? await PostgresErrors.guarding(configuration, timeout: configuration.connectTimeout, watch: deadlines) {
                         var answer: Bool?
                         for try await value in try await candidate.client.query("SELECT pg_catalog.pg_is_in_recovery()", logger: logger)
                             .decode(Bool.self) { answer = value }

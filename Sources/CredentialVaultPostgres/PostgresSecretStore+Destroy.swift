@@ -16,7 +16,7 @@ extension PostgresSecretStore {
         defer { runner.cancel() }
         let storeName = configuration.storeName
         let logger = options.logger
-        let destroyed = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+        let destroyed = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, watch: client.selection.deadlines) {
             try await client.withTransaction(logger: logger) { connection -> Bool in
                 for try await present in try await connection.query(
                     "SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL",

@@ -179,7 +179,7 @@ public final class PostgresSecretStore: Sendable {
                 try PostgresBucket(generation: 0, rows: [:]).sealed(vaultID: vaultID, storeName: storeName, bucket: bucket, keys: keys)
             } : []
             let logger = options.logger
-            let procedure = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout) {
+            let procedure = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, watch: client.selection.deadlines) {
                 try await client.withTransaction(logger: logger) { connection -> Bool in
                     let procedure = try await ensureSchema(connection, logger: logger)
                     // One statement decides, not a check before the insert: of clients creating
@@ -224,7 +224,7 @@ public final class PostgresSecretStore: Sendable {
             let storeName = configuration.storeName
             let logger = options.logger
             let row: (vaultID: [UInt8], slot: [UInt8], state: [UInt8], procedure: Bool) = try await PostgresErrors.guarding(
-                configuration, timeout: options.operationTimeout) {
+                configuration, timeout: options.operationTimeout, watch: client.selection.deadlines) {
                 let rows = try await client.query("""
                     SELECT vault_id, key_slot, state, \(unescaped: PostgresSchema.writeProcedureUsable)
                     FROM vault_stores WHERE store_name = \(storeName)
@@ -529,7 +529,8 @@ public final class PostgresSecretStore: Sendable {
             }
         }
         do {
-            return try await PostgresErrors.guarding(configuration, timeout: timeout ?? options.operationTimeout, progress: progress) {
+            return try await PostgresErrors.guarding(configuration, timeout: timeout ?? options.operationTimeout, progress: progress,
+                                                    watch: selection.deadlines) {
                 guard retryingRead else { return try await attempt() }
                 do {
                     return try await attempt()

@@ -9,7 +9,8 @@ import PostgresNIO
 /// The entry rows come from the statement's snapshot: when it waited for the lock, they may be
 /// older than the bucket row (which `FOR UPDATE` returns as the latest); the writer then reads them again.
 /// The range's bounds are sub-selects so that the prepared statement keeps its generic plan
-/// (`PostgresBucketSnapshot` says why).
+/// (`PostgresBucketSnapshot` says why), and the sealed bytes come from a sub-select of their own,
+/// so that the range is an index-only scan (`PostgresBucketSnapshot` again).
 struct PostgresBucketLock: PostgresPreparedStatement {
     static let name = "vault_bucket_lock_v3"
     static let sql = """
@@ -18,7 +19,7 @@ struct PostgresBucketLock: PostgresPreparedStatement {
         )
         SELECT l.sealed, NULL::bytea, NULL::bigint, NULL::bytea FROM locked l
         UNION ALL
-        SELECT NULL::bytea, e.lookup, e.row_generation, CASE WHEN e.lookup = $5 THEN e.sealed END
+        SELECT NULL::bytea, e.lookup, e.row_generation, CASE WHEN e.lookup = $5 THEN (SELECT r.sealed FROM vault_entries r WHERE r.vault_id = $1 AND r.lookup = $5 LIMIT 1) END
         FROM vault_entries e WHERE e.vault_id = $1 AND e.lookup >= (SELECT $3::bytea) AND e.lookup < (SELECT $4::bytea)
         """
     static let bindingDataTypes: [PostgresDataType] = [.bytea, .int4, .bytea, .bytea, .bytea]

@@ -14,6 +14,12 @@ import PostgresNIO
 /// prepared statement. With the bounds as plain parameters, a store that is most of its table
 /// (one vault of 100,000 entries) estimates the generic plan at 500 rows and the custom one at 6,
 /// and plans every execution anew: 8 % of the machine's CPU in a 32-client put benchmark.
+///
+/// The range reads only columns of the primary key's index (`row_generation` is included in it,
+/// `PostgresSchema.createEntries`), so it is an index-only scan; the replaced row's sealed bytes
+/// come from a sub-select run only for that row (`LIMIT 1`: with the key dropped and a row doubled,
+/// the range returns the lookup twice and the store refuses it as tampered, rather than the server
+/// failing the statement).
 struct PostgresBucketSnapshot: PostgresPreparedStatement {
     static let name = "vault_bucket_snapshot_v3"
     static let sql = """
@@ -21,7 +27,7 @@ struct PostgresBucketSnapshot: PostgresPreparedStatement {
         UNION ALL
         SELECT NULL::boolean, b.sealed, NULL::bytea, NULL::bigint, NULL::bytea FROM vault_buckets b WHERE b.vault_id = $1 AND b.bucket = $2
         UNION ALL
-        SELECT NULL::boolean, NULL::bytea, e.lookup, e.row_generation, CASE WHEN e.lookup = $5 THEN e.sealed END
+        SELECT NULL::boolean, NULL::bytea, e.lookup, e.row_generation, CASE WHEN e.lookup = $5 THEN (SELECT r.sealed FROM vault_entries r WHERE r.vault_id = $1 AND r.lookup = $5 LIMIT 1) END
         FROM vault_entries e WHERE e.vault_id = $1 AND e.lookup >= (SELECT $3::bytea) AND e.lookup < (SELECT $4::bytea)
         """
     static let bindingDataTypes = PostgresBucketLock.bindingDataTypes

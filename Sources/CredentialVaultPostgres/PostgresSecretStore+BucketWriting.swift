@@ -275,9 +275,10 @@ extension PostgresSecretStore {
             SELECT l.bucket, l.sealed, NULL::bytea, NULL::bigint, NULL::bytea FROM locked l
             UNION ALL
             SELECT NULL::integer, NULL::bytea, e.lookup, e.row_generation,
-                   CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
+                   CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[])
+                        THEN (SELECT w.sealed FROM vault_entries w WHERE w.vault_id = \(vaultID) AND w.lookup = e.lookup LIMIT 1) END
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
-            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation, e.sealed FROM vault_entries e
+            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation FROM vault_entries e
                                 WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
             """, logger: options.logger).decode((Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
             if let bucket, let bucketSealed {
@@ -390,9 +391,10 @@ extension PostgresSecretStore {
         let ranges = buckets.map { Self.lookupRange(of: $0, bits: bits) }
         var rows: [[UInt8]: LockedRow] = [:]
         for try await (lookup, rowGeneration, sealed) in try await connection.query("""
-            SELECT e.lookup, e.row_generation, CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[]) THEN e.sealed END
+            SELECT e.lookup, e.row_generation, CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[])
+                THEN (SELECT w.sealed FROM vault_entries w WHERE w.vault_id = \(vaultID) AND w.lookup = e.lookup LIMIT 1) END
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
-            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation, e.sealed FROM vault_entries e
+            CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation FROM vault_entries e
                                 WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
             """, logger: options.logger).decode((ByteBuffer, Int64, ByteBuffer?).self) {
             try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: sealed)

@@ -57,7 +57,8 @@ final class PostgresDeadlineWatch: Sendable {
             return (id, start)
         }
         if start {
-            Task { await self.run() }
+            // Detached: not the priority or task-locals of whichever operation happened to start it.
+            Task.detached(priority: .high) { await self.run() }
         }
         return id
     }

@@ -11,11 +11,14 @@ enum PostgresErrors {
     /// notice its cancellation (a connection attempt to a stopped server may not): the caller gets
     /// `.serverUnavailable` on time, and the abandoned attempt ends when the pool gives up or closes.
     ///
+    /// `watch` keeps the deadline: the store's own (`PostgresPrimarySelection.deadlines`), one
+    /// timer task for all its operations.
+    ///
     /// With `progress`, the deadline applies to each statement rather than to the whole: it fails
     /// only when `timeout` passes with no further statement answered, and its message says whether
     /// the server never answered or answered some statements and then stopped.
     static func guarding<T: Sendable>(_ configuration: PostgresStoreConfiguration, timeout: Duration,
-                                      progress: PostgresProgress? = nil, watch: PostgresDeadlineWatch = PostgresDeadlineWatch(),
+                                      progress: PostgresProgress? = nil, watch: PostgresDeadlineWatch,
                                       _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = DeadlineRace<T>(mapping: { mapped($0, configuration) })
         let watched = watch.watch(timeout: timeout, progress: progress) { expiry in
@@ -72,9 +75,10 @@ enum PostgresErrors {
 
 /// One continuation resumed exactly once, by whichever comes first: the work's result, the
 /// deadline (`PostgresDeadlineWatch`), or the caller's cancellation (which also cancels the work).
-/// The work is its own task, started at once on the caller's thread (`Task.immediate`, no hop to
-/// another thread before its first wait), so that the caller can be answered at the deadline
-/// even when the work does not notice its cancellation.
+/// The work is its own task, started at once on the caller's thread (`Task.immediate`, Swift 6.2;
+/// no hop to another thread before its first wait), so that the caller can be answered at the
+/// deadline even when the work does not notice its cancellation. Until that first wait the work
+/// holds the caller's thread: a body must not block it (none does; each awaits the server).
 private final class DeadlineRace<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
@@ -100,9 +104,19 @@ private final class DeadlineRace<T: Sendable>: Sendable {
             continuation.resume(with: early.mapError(mapping))
             return
         }
-        let work = Task.immediate {
+        let run: @Sendable () async -> Void = {
             do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
         }
+        let work: Task<Void, Never>
+        #if compiler(>=6.2)
+        if #available(macOS 26, *) {
+            work = Task.immediate(operation: run)
+        } else {
+            work = Task(operation: run)
+        }
+        #else
+        work = Task(operation: run)
+        #endif
         // The race may already be decided (the deadline passed, the caller cancelled): then the work is not wanted.
         let decided = state.withLock { state in
             state.work = work

@@ -515,7 +515,7 @@ public final class PostgresSecretStore: Sendable {
     /// operation probe the hosts again; a read (`retryingRead`) is sent once more, within the same
     /// deadline, to the primary found then. A write is not retried: one cut off may have committed,
     /// so the caller sees `.serverUnavailable` and its next call goes to the new primary.
-    /// With `progress`, the deadline applies to each statement (`PostgresErrors.guarding(_:timeout:progress:_:)`).
+    /// With `progress`, the deadline applies to each statement (`PostgresErrors.guarding(_:timeout:progress:watch:_:)`).
     /// `timeout` replaces `Options.operationTimeout` (a refresh allows for the refresher's own time).
     func guarding<T: Sendable>(retryingRead: Bool = false, progress: PostgresProgress? = nil, timeout: Duration? = nil,
                                _ body: @escaping @Sendable () async throws -> T) async throws -> T {

@@ -72,7 +72,7 @@ struct PostgresBucketUnitTests {
         let configuration = try configuration()
         let progress = PostgresProgress()
         // Six 100 ms statements under a 300 ms deadline: 600 ms in all, never 300 ms without an answer.
-        let value = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(300), progress: progress) {
+        let value = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(300), progress: progress, watch: PostgresDeadlineWatch()) {
             for _ in 0..<6 {
                 try await Task.sleep(for: .milliseconds(100))
                 progress.tick()
@@ -81,7 +81,7 @@ struct PostgresBucketUnitTests {
         }
         #expect(value == 42)
         do {
-            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: PostgresProgress()) {
+            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: PostgresProgress(), watch: PostgresDeadlineWatch()) {
                 try await Task.sleep(for: .seconds(5))
             }
             Issue.record("no deadline")
@@ -91,7 +91,7 @@ struct PostgresBucketUnitTests {
         }
         let stalled = PostgresProgress()
         do {
-            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: stalled) {
+            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: stalled, watch: PostgresDeadlineWatch()) {
                 stalled.tick()
                 try await Task.sleep(for: .seconds(5))
             }

@@ -47,13 +47,17 @@ struct PostgresDeadlineWatchTests {
     func manyOperationsShareOneTimer() async throws {
         let configuration = try configuration()
         let watch = PostgresDeadlineWatch()
+        // The stuck work waits on a continuation that only the test resumes, after the results:
+        // it ignores its cancellation, as a connection attempt to a stopped server may.
+        let stuck = StuckWork()
         let results = await withTaskGroup(of: Result<Int, any Error>.self) { group in
             for index in 0..<64 {
                 group.addTask {
                     do {
                         return .success(try await PostgresErrors.guarding(configuration, timeout: .milliseconds(300), watch: watch) {
-                            // One of them never answers (and does not notice its cancellation).
-                            if index == 0 { try? await Task.sleep(for: .seconds(30)) }
+                            if index == 0 {
+                                await withCheckedContinuation { continuation in stuck.continuation.withLock { $0 = continuation } }
+                            }
                             return index
                         })
                     } catch {
@@ -76,5 +80,13 @@ struct PostgresDeadlineWatchTests {
         #expect(failures.first?.code == .serverUnavailable)
         #expect(failures.first?.message.contains("no answer within 0.3 seconds") == true)
         #expect(try await eventually { !watch.isRunning && watch.watchedCount == 0 })
+        // The abandoned work ends when its wait does; its late answer goes nowhere.
+        #expect(try await eventually { stuck.continuation.withLock { $0 != nil } })
+        stuck.continuation.withLock { $0?.resume(); $0 = nil }
     }
+}
+
+/// The continuation a stuck work waits on, resumed by the test at its end.
+private final class StuckWork: Sendable {
+    let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
 }

@@ -13,6 +13,9 @@
 //   VAULT_BENCH_FILL_SECONDS=300   a fill still running then is stopped and its size skipped
 //   VAULT_BENCH_ONLY=get      the bare SELECT and secret(named:) only (for a profiler)
 //   VAULT_BENCH_ONLY=put      the bare upsert and put only
+//   VAULT_BENCH_PLAIN_KEY=1   vault_entries with the plain primary key of releases before 2026-11-29
+//   VAULT_BENCH_VACUUM=0      ANALYZE after a fill, no VACUUM (pages not yet all-visible)
+//   VAULT_BENCH_CHURN=20000   that many random puts after the fill's VACUUM, before measuring
 //
 // Prints Markdown tables and the issue's targets, met or missed. Never prints a secret.
 import CredentialVault
@@ -44,6 +47,14 @@ let batchSize = max(1, Int(environment["VAULT_BENCH_BATCH"] ?? "") ?? 1000)
 let fillLimit = max(1, Double(environment["VAULT_BENCH_FILL_SECONDS"] ?? "") ?? 300)
 let onlyGet = environment["VAULT_BENCH_ONLY"] == "get"
 let onlyPut = environment["VAULT_BENCH_ONLY"] == "put"
+/// The plain primary key of releases before 2026-11-29 on `vault_entries` (to compare with the covering one).
+let plainKey = environment["VAULT_BENCH_PLAIN_KEY"] == "1"
+/// No VACUUM after a fill (ANALYZE only): the pages as the fill left them, not all-visible.
+let skipVacuum = environment["VAULT_BENCH_VACUUM"] == "0"
+/// Puts of random existing names made after the fill and its VACUUM, before any measurement: the
+/// state of a store that has taken that many writes since autovacuum last ran (its default
+/// trigger is 20 % of the table's rows changed).
+let churnPuts = max(0, Int(environment["VAULT_BENCH_CHURN"] ?? "") ?? 0)
 let pool = max(clientCounts.max() ?? 8, 8)
 let valueBytes = 1024
 struct Missing: Error { let what: String }
@@ -311,7 +322,7 @@ struct WriteEntryAndBucket: PostgresPreparedStatement {
 /// pages all-visible, so a write's read of its bucket is an index-only scan); one measured right
 /// after its fill would be a state no fleet store is in for long.
 func storeRowBytes(_ client: PostgresClient) async throws -> Int {
-    _ = try await client.query("VACUUM (ANALYZE)").collect()
+    _ = try await client.query(skipVacuum ? "ANALYZE" : "VACUUM (ANALYZE)").collect()
     let table = try await client.query("""
         SELECT relname FROM pg_stat_user_tables WHERE relname <> 'vault_bench_floor'
         ORDER BY relname = 'vault_entries' DESC, n_live_tup DESC LIMIT 1
@@ -339,7 +350,7 @@ func makeFloorTable(_ client: PostgresClient, count: Int, rowBytes: Int) async t
                           FROM generate_series(1, \(unescaped: String(chunks))) j) FROM 1 FOR \(unescaped: String(sealedBytes)))
         FROM generate_series(1, \(unescaped: String(count))) i
         """).collect()
-    _ = try await client.query("VACUUM (ANALYZE) vault_bench_floor").collect()
+    _ = try await client.query(skipVacuum ? "ANALYZE vault_bench_floor" : "VACUUM (ANALYZE) vault_bench_floor").collect()
     return try await client.query("SELECT lookup FROM vault_bench_floor").collect().map { try $0.decode(ByteBuffer.self) }
 }
 
@@ -398,6 +409,16 @@ for size in sizes {
     var configuration = try PostgresStoreConfiguration(url: url, storeName: "bench-" + UUID().uuidString)
     configuration.maximumConnections = pool
     let store = try await PostgresSecretStore.create(configuration: configuration, key: key, options: options)
+    if plainKey {
+        // As the store's tables were before 2026-11-29 (docs/CLI.md moves them the other way).
+        _ = try await floorClient.query("""
+            DO $$ BEGIN
+              IF (SELECT indnatts FROM pg_index WHERE indrelid = 'vault_entries'::regclass AND indisprimary) = 3 THEN
+                ALTER TABLE vault_entries DROP CONSTRAINT vault_entries_pkey, ADD PRIMARY KEY (vault_id, lookup);
+              END IF;
+            END $$
+            """).collect()
+    }
     let (filled, fillSeconds) = try await fill(store, count: size, value: value)
     if filled < size {
         print("| \(size) | fill stopped after \(Int(fillLimit)) s at \(filled) entries (\(Int(Double(filled) / fillSeconds))/s): size skipped | | | | | |")
@@ -407,6 +428,20 @@ for size in sizes {
     }
     print("| \(size) | fill (`put(contentsOf:)`, \(batchSize) a transaction) | 1 | \(String(format: "%.2f s", fillSeconds)) total | | \(Int(Double(size) / fillSeconds)) entries/s | |")
     let rowBytes = try await storeRowBytes(floorClient)
+    if churnPuts > 0 {
+        let churnStarted = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<32 {
+                group.addTask {
+                    for _ in stride(from: worker, to: churnPuts, by: 32) {
+                        try await store.put(NewEntry(name: "entry-\(Int.random(in: 0..<size))", secret: value))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        print("| \(size) | churn: \(churnPuts) puts after the fill's VACUUM | 32 | \(String(format: "%.2f s", seconds(ContinuousClock.now - churnStarted))) total | | | |")
+    }
     let floorKeys = try await makeFloorTable(floorClient, count: size, rowBytes: rowBytes)
     let floorVault = ByteBuffer(bytes: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
     let floorSealed = ByteBuffer(bytes: try SecureRandom.bytes(count: max(16, rowBytes - 100)))

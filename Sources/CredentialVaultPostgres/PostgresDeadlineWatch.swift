@@ -58,7 +58,9 @@ final class PostgresDeadlineWatch: Sendable {
         }
         if start {
             // Detached: not the priority or task-locals of whichever operation happened to start it.
-            Task.detached(priority: .high) { await self.run() }
+            // Medium, the default, not higher: the check of a due deadline yields once so that a
+            // work whose wake-up is queued runs first, which a timer of higher priority would defeat.
+            Task.detached(priority: .medium) { await self.run() }
         }
         return id
     }

@@ -67,41 +67,6 @@ struct PostgresBucketUnitTests {
         #expect(throws: Never.self) { try PostgresBucketRead.refuseStandby(inRecovery: false, configuration: configuration) }
     }
 
-    @Test("with progress, the deadline applies per statement; a silent server is 'no answer', a stalled one says it answered")
-    func perStatementDeadline() async throws {
-        let configuration = try configuration()
-        let progress = PostgresProgress()
-        // Six 100 ms statements under a 300 ms deadline: 600 ms in all, never 300 ms without an answer.
-        let value = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(300), progress: progress, watch: PostgresDeadlineWatch()) {
-            for _ in 0..<6 {
-                try await Task.sleep(for: .milliseconds(100))
-                progress.tick()
-            }
-            return 42
-        }
-        #expect(value == 42)
-        do {
-            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: PostgresProgress(), watch: PostgresDeadlineWatch()) {
-                try await Task.sleep(for: .seconds(5))
-            }
-            Issue.record("no deadline")
-        } catch let error as VaultError {
-            #expect(error.code == .serverUnavailable)
-            #expect(error.message.contains("no answer within"))
-        }
-        let stalled = PostgresProgress()
-        do {
-            _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: stalled, watch: PostgresDeadlineWatch()) {
-                stalled.tick()
-                try await Task.sleep(for: .seconds(5))
-            }
-            Issue.record("no deadline")
-        } catch let error as VaultError {
-            #expect(error.code == .serverUnavailable)
-            #expect(error.message.contains("answered 1 statements"))
-        }
-    }
-
     @Test("the .buckets record: round trip, merged by maximum, replaced on an accepted rollback, ignored when altered")
     func bucketRecord() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vault-pgb-\(UUID().uuidString)").path
@@ -196,5 +161,47 @@ struct PostgresBucketUnitTests {
         seen.raise(1, to: 7)
         seen.raise(9, to: 1)
         #expect(seen.sum == 10 && seen.record(bucketCount: 4) == [0, 7, 0, 2])
+    }
+
+    /// Wall-clock assertions: `scripts/test` runs them in a process of their own (`.timing`).
+    @Suite(.timing, .serialized) struct Timed {
+        private func configuration() throws -> PostgresStoreConfiguration {
+            try PostgresStoreConfiguration(url: "postgres://vault@127.0.0.1:1/vault", storeName: "s", environment: [:])
+        }
+
+        @Test("with progress, the deadline applies per statement; a silent server is 'no answer', a stalled one says it answered")
+        func perStatementDeadline() async throws {
+            let configuration = try configuration()
+            let progress = PostgresProgress()
+            // Six 100 ms statements under a 300 ms deadline: 600 ms in all, never 300 ms without an answer.
+            let value = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(300), progress: progress, watch: PostgresDeadlineWatch()) {
+                for _ in 0..<6 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    progress.tick()
+                }
+                return 42
+            }
+            #expect(value == 42)
+            do {
+                _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: PostgresProgress(), watch: PostgresDeadlineWatch()) {
+                    try await Task.sleep(for: .seconds(5))
+                }
+                Issue.record("no deadline")
+            } catch let error as VaultError {
+                #expect(error.code == .serverUnavailable)
+                #expect(error.message.contains("no answer within"))
+            }
+            let stalled = PostgresProgress()
+            do {
+                _ = try await PostgresErrors.guarding(configuration, timeout: .milliseconds(200), progress: stalled, watch: PostgresDeadlineWatch()) {
+                    stalled.tick()
+                    try await Task.sleep(for: .seconds(5))
+                }
+                Issue.record("no deadline")
+            } catch let error as VaultError {
+                #expect(error.code == .serverUnavailable)
+                #expect(error.message.contains("answered 1 statements"))
+            }
+        }
     }
 }

@@ -101,7 +101,11 @@ import VaultCrypto
         try await session.signIn(user: User(id: "u1", onboardingComplete: true), credentials: fixture.credentials(expiresIn: 10, refresh: false))
         let presented = Presented()
         let waiter = Task { try await session.requireSignIn { presented.mark() } }
-        for _ in 0..<200 where await session.pendingSignInRequests == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Bounded by time as well as count: on two loaded cores the waiter may not run for seconds.
+        let giveUp = ContinuousClock.now.advanced(by: .seconds(30))
+        for _ in 0..<6_000 where await session.pendingSignInRequests == 0 && ContinuousClock.now < giveUp {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(await session.pendingSignInRequests == 1, "the old user was not returned")
         #expect(presented.wasCalled)
         try await session.signIn(user: User(id: "u2"), credentials: fixture.credentials(expiresIn: 3600))

@@ -7,7 +7,9 @@
 //
 //   VaultPostgresBench URL [OPERATIONS] [CLIENTS...]      (default 2000 operations; 1 8 32 clients)
 //   VAULT_BENCH_SIZES="100 10000 100000"   store sizes (VAULT_BENCH_ENTRIES=N: that size alone)
-//   VAULT_BENCH_ROUNDS=3      every figure is measured once per round, in turn; the median is printed
+//   VAULT_BENCH_ROUNDS=3      every figure is measured once per round, in turn (after an untimed warm-up
+//                             of each at that concurrency); the median is printed, each round's figure
+//                             on standard error with the server's background work that overlapped it
 //   VAULT_BENCH_SECONDS=2     one measurement stops after OPERATIONS or this many seconds
 //   VAULT_BENCH_BATCH=1000    entries per fill transaction
 //   VAULT_BENCH_FILL_SECONDS=300   a fill still running then is stopped and its size skipped
@@ -67,6 +69,35 @@ final class Counter: Sendable {
 
 // MARK: - Measuring
 
+/// The server's background work at one moment: checkpoints so far and autovacuum workers running.
+struct BackgroundWork {
+    var checkpoints: Int64
+    var autovacuumWorkers: Int64
+    var autovacuumsDone: Int64
+
+    /// What happened between this moment and `later`.
+    func describe(until later: BackgroundWork) -> String {
+        let checkpoints = later.checkpoints - self.checkpoints
+        return "checkpoints \(checkpoints), autovacuums and autoanalyzes ended \(later.autovacuumsDone - autovacuumsDone), "
+            + "autovacuum workers running \(autovacuumWorkers) → \(later.autovacuumWorkers)"
+    }
+}
+
+/// `BackgroundWork` now, asked on `client` (checkpoints -1 where `pg_stat_bgwriter` no longer
+/// counts them: PostgreSQL 17 moved them to `pg_stat_checkpointer`).
+func backgroundWork(_ client: PostgresClient) async throws -> BackgroundWork {
+    var work = BackgroundWork(checkpoints: 0, autovacuumWorkers: 0, autovacuumsDone: 0)
+    for try await (checkpoints, workers, done) in try await client.query("""
+        SELECT (SELECT coalesce((j->>'checkpoints_timed')::bigint + (j->>'checkpoints_req')::bigint, -1)
+                FROM pg_stat_bgwriter b, row_to_json(b) j),
+               (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'),
+               (SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint FROM pg_stat_all_tables)
+        """).decode((Int64, Int64, Int64).self) {
+        work = BackgroundWork(checkpoints: checkpoints, autovacuumWorkers: workers, autovacuumsDone: done)
+    }
+    return work
+}
+
 struct Figures {
     var p50: Double
     var p99: Double
@@ -79,10 +110,11 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 /// Runs `body` on `clients` concurrent tasks until `operations` calls are done or the time is up;
 /// every call's latency counts, the rate is calls over wall time.
-func measure(clients: Int, _ body: @escaping @Sendable () async throws -> Void) async throws -> Figures {
+func measure(clients: Int, operations: Int = operations, seconds limit: Double = secondsPerMeasurement,
+             _ body: @escaping @Sendable () async throws -> Void) async throws -> Figures {
     let clock = ContinuousClock()
     let started = clock.now
-    let deadline = started + .milliseconds(Int(secondsPerMeasurement * 1000))
+    let deadline = started + .milliseconds(Int(limit * 1000))
     let claimed = Counter()
     let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
         for _ in 0..<clients {
@@ -489,11 +521,25 @@ for size in sizes {
     for clients in clientCounts {
         var collected: [String: [Figures]] = [:]
         var maxRefreshes = 0
-        for _ in 0..<rounds {
+        // Warm-up, untimed: every operation at this concurrency for a moment, so that each pool
+        // has opened its connections (and prepared its statements on them) before any figure is
+        // taken. Without it the first round of 32 clients measured the library's pool growing from
+        // 8 connections to 32 (p99 49 ms) while the floors' pool, shared by every size, had grown long before.
+        for operation in operationsInOrder {
+            FileHandle.standardError.write(Data("warming up \(operation.name), \(size) entries, \(clients) clients\n".utf8))
+            _ = try await measure(clients: clients, operations: clients * 20, seconds: 0.5, operation.run)
+        }
+        for round in 0..<rounds {
             for operation in operationsInOrder {
                 // Progress on standard error (a profiler can start on it): the tables go to standard output.
                 FileHandle.standardError.write(Data("measuring \(operation.name), \(size) entries, \(clients) clients\n".utf8))
-                collected[operation.name, default: []].append(try await measure(clients: clients, operation.run))
+                let before = try await backgroundWork(floorClient)
+                let figures = try await measure(clients: clients, operation.run)
+                let after = try await backgroundWork(floorClient)
+                collected[operation.name, default: []].append(figures)
+                // Each round's figure, and the server's background work that overlapped it (a
+                // checkpoint, an autovacuum worker): on 2 cores either moves a figure by half.
+                FileHandle.standardError.write(Data("  round \(round + 1): p50 \(ms(figures.p50)), p99 \(ms(figures.p99)), \(Int(figures.perSecond))/s; \(before.describe(until: after))\n".utf8))
             }
             if !onlyGet, !onlyPut {
                 let (figures, perRound, _) = try await measureRefresh(store: store, clients: clients, session: session)

@@ -11,6 +11,8 @@
 //                             of each at that concurrency); the median is printed, each round's figure
 //                             on standard error with the server's background work that overlapped it
 //   VAULT_BENCH_SECONDS=2     one measurement stops after OPERATIONS or this many seconds
+//   VAULT_BENCH_SLICES=4      ... taken in 4 parts, every operation's part in turn (1: one piece each,
+//                             for a profiler that waits for an operation's "measuring" line)
 //   VAULT_BENCH_BATCH=1000    entries per fill transaction
 //   VAULT_BENCH_FILL_SECONDS=300   a fill still running then is stopped and its size skipped
 //   VAULT_BENCH_ONLY=get      the bare SELECT and secret(named:) only (for a profiler)
@@ -45,6 +47,8 @@ let sizes: [Int] = {
 }()
 let rounds = max(1, Int(environment["VAULT_BENCH_ROUNDS"] ?? "") ?? 3)
 let secondsPerMeasurement = max(0.1, Double(environment["VAULT_BENCH_SECONDS"] ?? "") ?? 2)
+/// Each round's measurement of an operation is taken in this many parts, the operations' parts in turn.
+let slices = max(1, Int(environment["VAULT_BENCH_SLICES"] ?? "") ?? 4)
 let batchSize = max(1, Int(environment["VAULT_BENCH_BATCH"] ?? "") ?? 1000)
 let fillLimit = max(1, Double(environment["VAULT_BENCH_FILL_SECONDS"] ?? "") ?? 300)
 let onlyGet = environment["VAULT_BENCH_ONLY"] == "get"
@@ -108,33 +112,62 @@ struct Figures {
 func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
+/// The latencies (seconds) of one measurement, and the calls that ended within its window.
+struct Sample {
+    var latencies: [Double]
+    /// Calls that ended by the end of the window.
+    var completed: Int
+    /// From the start to the deadline, or to the last call's end if all ended before it: the calls
+    /// still running at the deadline are waited for but neither they nor that wait count in the
+    /// rate (with 4 parts a round, that wait was up to 8 % of a part of 32 clients of `put`).
+    var window: Double
+}
+
 /// Runs `body` on `clients` concurrent tasks until `operations` calls are done or the time is up;
-/// every call's latency counts, the rate is calls over wall time.
-func measure(clients: Int, operations: Int = operations, seconds limit: Double = secondsPerMeasurement,
-             _ body: @escaping @Sendable () async throws -> Void) async throws -> Figures {
+/// every call's latency counts.
+func sample(clients: Int, operations: Int, seconds limit: Double,
+            _ body: @escaping @Sendable () async throws -> Void) async throws -> Sample {
     let clock = ContinuousClock()
     let started = clock.now
     let deadline = started + .milliseconds(Int(limit * 1000))
     let claimed = Counter()
-    let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+    let calls = try await withThrowingTaskGroup(of: [(latency: Double, end: ContinuousClock.Instant)].self) { group in
         for _ in 0..<clients {
             group.addTask {
-                var mine: [Double] = []
+                var mine: [(latency: Double, end: ContinuousClock.Instant)] = []
                 while claimed.next() <= operations, clock.now < deadline || mine.isEmpty {
                     let begin = clock.now
                     try await body()
-                    mine.append(seconds(clock.now - begin))
+                    let end = clock.now
+                    mine.append((seconds(end - begin), end))
                 }
                 return mine
             }
         }
-        var all: [Double] = []
+        var all: [(latency: Double, end: ContinuousClock.Instant)] = []
         for try await part in group { all += part }
-        return all.sorted()
+        return all
     }
-    let elapsed = seconds(clock.now - started)
+    let lastEnd = calls.map(\.end).max() ?? started
+    let windowEnd = min(deadline, lastEnd)
+    return Sample(latencies: calls.map(\.latency), completed: calls.filter { $0.end <= windowEnd }.count,
+                  window: seconds(windowEnd - started))
+}
+
+/// The figures of `samples` taken together: p50 and p99 of all their calls, the rate of the calls
+/// ended within their windows over those windows.
+func figures(_ samples: [Sample]) -> Figures {
+    let latencies = samples.flatMap(\.latencies).sorted()
+    let window = samples.map(\.window).reduce(0, +)
+    let completed = samples.map(\.completed).reduce(0, +)
     return Figures(p50: latencies[latencies.count / 2], p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)],
-                   perSecond: Double(latencies.count) / elapsed, count: latencies.count)
+                   perSecond: window > 0 ? Double(completed) / window : 0, count: latencies.count)
+}
+
+/// `sample` as `Figures`.
+func measure(clients: Int, operations: Int = operations, seconds limit: Double = secondsPerMeasurement,
+             _ body: @escaping @Sendable () async throws -> Void) async throws -> Figures {
+    figures([try await sample(clients: clients, operations: operations, seconds: limit, body)])
 }
 
 /// The fleet refresh: in each expiry round the session's access token is expired (untimed), then
@@ -428,7 +461,8 @@ if let bits = environment["VAULT_BENCH_BUCKET_BITS"].flatMap(UInt8.init) { optio
 var results: [Result] = []
 
 print("Values of \(valueBytes) bytes; fill in transactions of \(batchSize) entries (`put(contentsOf:)`).")
-print("Each figure: the median of \(rounds) rounds; a measurement is \(operations) operations or \(secondsPerMeasurement) s, whichever ends first.")
+print("Each figure: the median of \(rounds) rounds, after an untimed warm-up; a round's measurement is \(operations) operations or \(secondsPerMeasurement) s, whichever ends first,")
+print("taken in \(slices) parts, every operation's part in turn (the floors and the library's operations see the same moments of the machine).")
 print("Floors: prepared statements through postgres-nio on a pool of \(pool) connections, on `vault_bench_floor`, a table of as many rows as the store")
 print("(same row size, random incompressible bytes); the upsert is `BEGIN; INSERT … ON CONFLICT DO UPDATE; COMMIT`.")
 print()
@@ -530,16 +564,30 @@ for size in sizes {
             _ = try await measure(clients: clients, operations: clients * 20, seconds: 0.5, operation.run)
         }
         for round in 0..<rounds {
+            // The round's measurement of each operation is taken in `slices` parts, every operation's
+            // part in turn, so that a floor and the library's operation beside it see the same
+            // moments of the machine (on 2 cores the bare SELECT alone moved 1.9 to 3.1 ms at 32
+            // clients between measurements 6 s apart).
+            let before = try await backgroundWork(floorClient)
+            var samples: [String: [Sample]] = [:]
+            for slice in 0..<slices {
+                for operation in operationsInOrder {
+                    // Progress on standard error (a profiler can start on it): the tables go to standard output.
+                    if slice == 0 {
+                        FileHandle.standardError.write(Data("measuring \(operation.name), \(size) entries, \(clients) clients\n".utf8))
+                    }
+                    samples[operation.name, default: []].append(
+                        try await sample(clients: clients, operations: max(1, operations / slices),
+                                         seconds: secondsPerMeasurement / Double(slices), operation.run))
+                }
+            }
+            let after = try await backgroundWork(floorClient)
             for operation in operationsInOrder {
-                // Progress on standard error (a profiler can start on it): the tables go to standard output.
-                FileHandle.standardError.write(Data("measuring \(operation.name), \(size) entries, \(clients) clients\n".utf8))
-                let before = try await backgroundWork(floorClient)
-                let figures = try await measure(clients: clients, operation.run)
-                let after = try await backgroundWork(floorClient)
+                let figures = figures(samples[operation.name] ?? [])
                 collected[operation.name, default: []].append(figures)
-                // Each round's figure, and the server's background work that overlapped it (a
+                // Each round's figure, and the server's background work that overlapped the round (a
                 // checkpoint, an autovacuum worker): on 2 cores either moves a figure by half.
-                FileHandle.standardError.write(Data("  round \(round + 1): p50 \(ms(figures.p50)), p99 \(ms(figures.p99)), \(Int(figures.perSecond))/s; \(before.describe(until: after))\n".utf8))
+                FileHandle.standardError.write(Data("  round \(round + 1): \(operation.name), \(size) entries, \(clients) clients: p50 \(ms(figures.p50)), p99 \(ms(figures.p99)), \(Int(figures.perSecond))/s; \(before.describe(until: after))\n".utf8))
             }
             if !onlyGet, !onlyPut {
                 let (figures, perRound, _) = try await measureRefresh(store: store, clients: clients, session: session)

@@ -557,8 +557,8 @@ for size in sizes {
         var maxRefreshes = 0
         // Warm-up, untimed: every operation at this concurrency for a moment, so that each pool
         // has opened its connections (and prepared its statements on them) before any figure is
-        // taken. Without it the first round of 32 clients measured the library's pool growing from
-        // 8 connections to 32 (p99 49 ms) while the floors' pool, shared by every size, had grown long before.
+        // taken. Without it the first round of 32 clients measured the pools growing: the store's,
+        // new for each size, from 8 connections to 32, each preparing the read (p99 49 ms).
         for operation in operationsInOrder {
             FileHandle.standardError.write(Data("warming up \(operation.name), \(size) entries, \(clients) clients\n".utf8))
             _ = try await measure(clients: clients, operations: clients * 20, seconds: 0.5, operation.run)

@@ -462,17 +462,14 @@ public final class PostgresSecretStore: Sendable {
         let logger = options.logger
         let client = self.client
         let fetched: (state: [UInt8], rows: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])]) = try await guarding {
-            // Taken eagerly (`PostgresEagerRows`): a full read spans many reads of the socket.
-            let rows = try await client.eagerRows("""
+            let rows = try await client.query("""
                 SELECT s.state, e.lookup, e.row_generation, e.sealed FROM vault_stores s
                 LEFT JOIN vault_entries e ON e.vault_id = s.vault_id
                 WHERE s.vault_id = \(vaultID)
-                """, logger: logger) { row in
-                try row.decode((ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?).self)
-            }
+                """, logger: logger)
             var state: [UInt8]?
             var result: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])] = []
-            for (sealedState, lookup, rowGeneration, sealed) in rows {
+            for try await (sealedState, lookup, rowGeneration, sealed) in rows.decode((ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?).self) {
                 state = Array(buffer: sealedState)
                 if let lookup, let rowGeneration, let sealed {
                     result.append((Array(buffer: lookup), rowGeneration, Array(buffer: sealed)))

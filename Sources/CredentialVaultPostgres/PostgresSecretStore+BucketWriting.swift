@@ -266,7 +266,8 @@ extension PostgresSecretStore {
         let ranges = buckets.map { Self.lookupRange(of: $0, bits: bits) }
         var sealedBuckets: [UInt32: [UInt8]] = [:]
         var rows: [[UInt8]: LockedRow] = [:]
-        for try await (bucket, bucketSealed, lookup, rowGeneration, sealed) in try await connection.query("""
+        // Taken eagerly (`PostgresEagerRows`): the rows of many buckets span many reads of the socket.
+        for (bucket, bucketSealed, lookup, rowGeneration, sealed) in try await connection.eagerRows("""
             WITH locked AS (
                 SELECT bucket, sealed FROM vault_buckets
                 WHERE vault_id = \(vaultID) AND bucket = ANY(\(buckets.map { Int32(bitPattern: $0) })::integer[])
@@ -280,7 +281,7 @@ extension PostgresSecretStore {
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
             CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation FROM vault_entries e
                                 WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
-            """, logger: options.logger).decode((Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
+            """, logger: options.logger, { row in try row.decode((Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) }) {
             if let bucket, let bucketSealed {
                 sealedBuckets[UInt32(bitPattern: bucket)] = Array(buffer: bucketSealed)
             } else if let lookup, let rowGeneration {
@@ -374,9 +375,9 @@ extension PostgresSecretStore {
     func readSealed(of lookups: [[UInt8]], into rows: inout [[UInt8]: LockedRow], on connection: PostgresConnection) async throws {
         guard !lookups.isEmpty else { return }
         let vaultID = ByteBuffer(bytes: self.vaultID)
-        for try await (lookup, sealed) in try await connection.query("""
+        for (lookup, sealed) in try await connection.eagerRows("""
             SELECT lookup, sealed FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = ANY(\(lookups.map { ByteBuffer(bytes: $0) })::bytea[])
-            """, logger: options.logger).decode((ByteBuffer, ByteBuffer).self) {
+            """, logger: options.logger, { row in try row.decode((ByteBuffer, ByteBuffer).self) }) {
             rows[Array(buffer: lookup)]?.sealed = Array(buffer: sealed)
         }
         for lookup in lookups where rows[lookup]?.sealed == nil {
@@ -390,13 +391,13 @@ extension PostgresSecretStore {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         let ranges = buckets.map { Self.lookupRange(of: $0, bits: bits) }
         var rows: [[UInt8]: LockedRow] = [:]
-        for try await (lookup, rowGeneration, sealed) in try await connection.query("""
+        for (lookup, rowGeneration, sealed) in try await connection.eagerRows("""
             SELECT e.lookup, e.row_generation, CASE WHEN e.lookup = ANY(\(wanted.map { ByteBuffer(bytes: $0) })::bytea[])
                 THEN (SELECT w.sealed FROM vault_entries w WHERE w.vault_id = \(vaultID) AND w.lookup = e.lookup LIMIT 1) END
             FROM unnest(\(ranges.map { ByteBuffer(bytes: $0.low) })::bytea[], \(ranges.map { ByteBuffer(bytes: $0.high) })::bytea[]) AS r(low, high)
             CROSS JOIN LATERAL (SELECT e.lookup, e.row_generation FROM vault_entries e
                                 WHERE e.vault_id = \(vaultID) AND e.lookup >= r.low AND e.lookup < r.high OFFSET 0) e
-            """, logger: options.logger).decode((ByteBuffer, Int64, ByteBuffer?).self) {
+            """, logger: options.logger, { row in try row.decode((ByteBuffer, Int64, ByteBuffer?).self) }) {
             try Self.insertRow(&rows, lookup: Array(buffer: lookup), generation: rowGeneration, sealed: sealed)
         }
         return rows

@@ -96,10 +96,18 @@ extension PostgresSecretStore {
     }
 
     /// One row of a version 3 store as read by `fetchAllBuckets`.
-    struct BucketedRow {
+    struct BucketedRow: Sendable {
         var lookup: [UInt8]
         var rowGeneration: Int64
         var sealed: [UInt8]
+    }
+
+    /// A row of `fetchAllBuckets`' statement: a bucket row, an entry row, or (NULLs where the
+    /// statement has none) neither.
+    enum FetchedRow: Sendable {
+        case bucket(UInt32, [UInt8])
+        case entry(BucketedRow)
+        case neither
     }
 
     /// Every bucket and every entry row, read in one statement (one snapshot) and checked: every
@@ -116,27 +124,33 @@ extension PostgresSecretStore {
         let configuration = self.configuration
         let progress = PostgresProgress()
         let fetched: (buckets: [UInt32: [UInt8]], rows: [BucketedRow]) = try await guarding(retryingRead: true, progress: progress) {
-            let rows = try await client.query("""
+            // Taken eagerly (`PostgresEagerRows`): a full read spans many reads of the socket.
+            // A large store streams for a while: the deadline applies to each thousand rows, not to all.
+            let rows = try await client.eagerRows("""
                 SELECT pg_catalog.pg_is_in_recovery(), b.bucket, b.sealed, NULL::bytea, NULL::bigint, NULL::bytea
                 FROM vault_buckets b WHERE b.vault_id = \(vaultID)
                 UNION ALL
                 SELECT pg_catalog.pg_is_in_recovery(), NULL::integer, NULL::bytea, e.lookup, e.row_generation, e.sealed
                 FROM vault_entries e WHERE e.vault_id = \(vaultID)
-                """, logger: logger)
-            var buckets: [UInt32: [UInt8]] = [:]
-            var result: [BucketedRow] = []
-            var received = 0
-            for try await (inRecovery, bucket, bucketSealed, lookup, rowGeneration, sealed) in rows.decode(
-                (Bool, Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self) {
+                """, logger: logger, progress: progress) { row -> FetchedRow in
+                let (inRecovery, bucket, bucketSealed, lookup, rowGeneration, sealed)
+                    = try row.decode((Bool, Int32?, ByteBuffer?, ByteBuffer?, Int64?, ByteBuffer?).self)
                 try PostgresBucketRead.refuseStandby(inRecovery: inRecovery, configuration: configuration)
-                // A large store streams for a while: the deadline applies to each thousand rows, not to all.
-                received += 1
-                if received % 1_000 == 0 { progress.tick() }
                 if let bucket, let bucketSealed {
                     guard bucket >= 0, Int(bucket) < bucketCount else { throw VaultError.tampered(region: "bucket row \(bucket) (out of range)") }
-                    buckets[UInt32(bucket)] = Array(buffer: bucketSealed)
+                    return .bucket(UInt32(bucket), Array(buffer: bucketSealed))
                 } else if let lookup, let rowGeneration, let sealed {
-                    result.append(BucketedRow(lookup: Array(buffer: lookup), rowGeneration: rowGeneration, sealed: Array(buffer: sealed)))
+                    return .entry(BucketedRow(lookup: Array(buffer: lookup), rowGeneration: rowGeneration, sealed: Array(buffer: sealed)))
+                }
+                return .neither
+            }
+            var buckets: [UInt32: [UInt8]] = [:]
+            var result: [BucketedRow] = []
+            for row in rows {
+                switch row {
+                case let .bucket(bucket, sealed): buckets[bucket] = sealed
+                case let .entry(entry): result.append(entry)
+                case .neither: break
                 }
             }
             return (buckets, result)

@@ -33,9 +33,11 @@ extension PostgresSecretStore {
                 let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: self.storeName, keys: self.keys)
                 try Self.checkRollback(state.generation, remembered: self.singleStateGeneration)
                 var rows: [[UInt8]: Int64] = [:]
-                for try await (lookup, rowGeneration) in try await connection.query(
-                    "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger)
-                    .decode((ByteBuffer, Int64).self) {
+                // Taken eagerly (`PostgresEagerRows`): every row of the vault spans many reads of the socket.
+                for (lookup, rowGeneration) in try await connection.eagerRows(
+                    "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger, { row in
+                        try row.decode((ByteBuffer, Int64).self)
+                    }) {
                     // A lookup twice (the primary key dropped) is tampering, not one row.
                     guard rows.updateValue(rowGeneration, forKey: Array(buffer: lookup)) == nil else {
                         throw VaultError.tampered(region: "entry rows (a lookup twice)")

@@ -189,9 +189,11 @@ extension PostgresSecretStore {
         let state = try PostgresVaultState.open(sealedState, vaultID: self.vaultID, storeName: storeName, keys: keys)
         try Self.checkRollback(state.generation, remembered: generation)
         var rows: [[UInt8]: Int64] = [:]
-        for try await (lookup, rowGeneration) in try await connection.query(
-            "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger)
-            .decode((ByteBuffer, Int64).self) {
+        // Taken eagerly (`PostgresEagerRows`): every row of the vault spans many reads of the socket.
+        for (lookup, rowGeneration) in try await connection.eagerRows(
+            "SELECT lookup, row_generation FROM vault_entries WHERE vault_id = \(vaultID)", logger: logger, { row in
+                try row.decode((ByteBuffer, Int64).self)
+            }) {
             rows[Array(buffer: lookup)] = rowGeneration
         }
         try Self.checkRowSet(rows.map { ($0.key, $0.value) }, against: state)

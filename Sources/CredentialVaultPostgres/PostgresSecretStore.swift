@@ -462,14 +462,17 @@ public final class PostgresSecretStore: Sendable {
         let logger = options.logger
         let client = self.client
         let fetched: (state: [UInt8], rows: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])]) = try await guarding {
-            let rows = try await client.query("""
+            // Taken eagerly (`PostgresEagerRows`): a full read spans many reads of the socket.
+            let rows = try await client.eagerRows("""
                 SELECT s.state, e.lookup, e.row_generation, e.sealed FROM vault_stores s
                 LEFT JOIN vault_entries e ON e.vault_id = s.vault_id
                 WHERE s.vault_id = \(vaultID)
-                """, logger: logger)
+                """, logger: logger) { row in
+                try row.decode((ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?).self)
+            }
             var state: [UInt8]?
             var result: [(lookup: [UInt8], rowGeneration: Int64, sealed: [UInt8])] = []
-            for try await (sealedState, lookup, rowGeneration, sealed) in rows.decode((ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?).self) {
+            for (sealedState, lookup, rowGeneration, sealed) in rows {
                 state = Array(buffer: sealedState)
                 if let lookup, let rowGeneration, let sealed {
                     result.append((Array(buffer: lookup), rowGeneration, Array(buffer: sealed)))

@@ -13,38 +13,79 @@ import Synchronization
 /// bulk write's locking read) met an immediate shutdown, a server crash (every backend is stopped
 /// with it) or a failover that way; the test suite crashed on it once. Rows taken here are asked for
 /// before the event loop's next read, so that state never arises: the query fails instead (the
-/// server is unavailable). Prepared statements have no such form in postgres-nio; theirs are
-/// one-row answers that arrive whole.
+/// server is unavailable). Prepared statements have no such form in postgres-nio: the one-bucket
+/// reads (`PostgresBucketLock`, `PostgresBucketSnapshot`, `PostgresBucketRead`) stay exposed when
+/// their answer spans reads of the socket (a bucket of thousands of rows: a store made with few
+/// bucket bits), as do the one-row answers an immediate shutdown cuts between their rows and
+/// their end.
 extension PostgresConnection {
     /// Every row `query` answers, decoded by `decode` on the event loop as it arrives.
     /// - Parameter progress: ticked every thousand rows (a long read's deadline then applies to
     ///   each thousand, not to all).
-    /// - Throws: what the query or `decode` throws (the query is cancelled then).
+    /// - Throws: what `decode` throws first (postgres-nio then cancels the query and reports the
+    ///   cancellation, which is not passed on), else what the query throws; `CancellationError`
+    ///   when the calling task is cancelled (the rows still to come are not decoded).
     func eagerRows<Row: Sendable>(_ query: PostgresQuery, logger: Logger, progress: PostgresProgress? = nil,
                                   _ decode: @escaping @Sendable (PostgresRow) throws -> Row) async throws -> [Row] {
         let collected = EagerRowCollector<Row>()
-        _ = try await self.query(query, logger: logger) { row in
-            let count = collected.append(try decode(row))
-            if let progress, count % 1_000 == 0 { progress.tick() }
-        }.get()
+        do {
+            try await withTaskCancellationHandler {
+                // Sent and given its row handler in one job of the event loop: were the handler
+                // attached later, a fast answer's rows would wait for it without being asked for,
+                // the state this avoids.
+                _ = try await self.eventLoop.flatSubmit {
+                    self.query(query, logger: logger) { row in
+                        let count = try collected.append { try decode(row) }
+                        if let progress, count % 1_000 == 0 { progress.tick() }
+                    }
+                }.get()
+            } onCancel: {
+                collected.cancel()
+            }
+        } catch {
+            throw collected.firstError ?? error
+        }
         return collected.rows
     }
 }
 
-/// The rows `eagerRows` has decoded so far (appended on the event loop, read after the query ends).
+/// The rows `eagerRows` has decoded so far (appended on the event loop, read after the query
+/// ends), and the first error its decoding threw.
 private final class EagerRowCollector<Row: Sendable>: Sendable {
-    private let collected = Mutex<[Row]>([])
+    private struct State {
+        var rows: [Row] = []
+        var firstError: (any Error)?
+        var cancelled = false
+    }
+    private let state = Mutex(State())
 
-    /// Appends `row`; returns how many there are now.
-    func append(_ row: Row) -> Int {
-        collected.withLock { rows in
-            rows.append(row)
-            return rows.count
+    /// Decodes one row and appends it; returns how many there are now. Rethrows (and keeps) the
+    /// first error, and throws `CancellationError` once cancelled.
+    func append(_ decode: () throws -> Row) throws -> Int {
+        try state.withLock { state in
+            if state.cancelled {
+                let error = CancellationError()
+                if state.firstError == nil { state.firstError = error }
+                throw error
+            }
+            do {
+                state.rows.append(try decode())
+            } catch {
+                if state.firstError == nil { state.firstError = error }
+                throw error
+            }
+            return state.rows.count
         }
     }
 
+    /// Stops decoding: the next row throws `CancellationError`.
+    func cancel() { state.withLock { $0.cancelled = true } }
+
     /// Every row appended.
-    var rows: [Row] { collected.withLock { $0 } }
+    var rows: [Row] { state.withLock { $0.rows } }
+
+    /// The first error decoding threw (or the cancellation), if any.
+    var firstError: (any Error)? { state.withLock { $0.firstError } }
 }
 
 extension PostgresPrimaryClient {

@@ -28,19 +28,26 @@ extension PostgresConnection {
     func eagerRows<Row: Sendable>(_ query: PostgresQuery, logger: Logger, progress: PostgresProgress? = nil,
                                   _ decode: @escaping @Sendable (PostgresRow) throws -> Row) async throws -> [Row] {
         let collected = EagerRowCollector<Row>()
+        // Sent and given its row handler in one job of the event loop: were the handler attached
+        // later, a fast answer's rows would wait for it without being asked for, the state this avoids.
+        let answered = self.eventLoop.flatSubmit {
+            self.query(query, logger: logger) { row in
+                let count = try collected.append { try decode(row) }
+                if let progress, count % 1_000 == 0 { progress.tick() }
+            }
+        }
+        let waiter = EagerRowWaiter()
         do {
+            // A cancelled caller is answered at once (as a row sequence's was), not when the
+            // server answers: on a cut link that is minutes, and the task would outlive its store.
             try await withTaskCancellationHandler {
-                // Sent and given its row handler in one job of the event loop: were the handler
-                // attached later, a fast answer's rows would wait for it without being asked for,
-                // the state this avoids.
-                _ = try await self.eventLoop.flatSubmit {
-                    self.query(query, logger: logger) { row in
-                        let count = try collected.append { try decode(row) }
-                        if let progress, count % 1_000 == 0 { progress.tick() }
-                    }
-                }.get()
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    waiter.wait(continuation)
+                    answered.whenComplete { result in waiter.finish(result.map { _ in () }) }
+                }
             } onCancel: {
                 collected.cancel()
+                waiter.finish(.failure(CancellationError()))
             }
         } catch {
             throw collected.firstError ?? error
@@ -86,6 +93,42 @@ private final class EagerRowCollector<Row: Sendable>: Sendable {
 
     /// The first error decoding threw (or the cancellation), if any.
     var firstError: (any Error)? { state.withLock { $0.firstError } }
+}
+
+/// The continuation `eagerRows` waits on, resumed once: by the query's end or by the caller's
+/// cancellation, whichever comes first (either may come before the wait begins).
+private final class EagerRowWaiter: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var early: Result<Void, any Error>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    /// Waits on `continuation`, or resumes it at once if the wait already ended.
+    func wait(_ continuation: CheckedContinuation<Void, any Error>) {
+        let early = state.withLock { state -> Result<Void, any Error>? in
+            if state.finished { return state.early ?? .failure(CancellationError()) }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// Ends the wait with `result` (the first call only).
+    func finish(_ result: Result<Void, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            guard let continuation = state.continuation else {
+                state.early = result
+                return nil
+            }
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(with: result)
+    }
 }
 
 extension PostgresPrimaryClient {

@@ -30,8 +30,10 @@ extension PostgresConnection {
         let collected = EagerRowCollector<Row>()
         // Sent and given its row handler in one job of the event loop: were the handler attached
         // later, a fast answer's rows would wait for it without being asked for, the state this avoids.
-        let answered = self.eventLoop.flatSubmit {
-            self.query(query, logger: logger) { row in
+        // Only on an open connection (`PostgresOpenSend`): a statement written to a closed one waits forever.
+        let answered = self.eventLoop.flatSubmit { () -> EventLoopFuture<PostgresQueryMetadata> in
+            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(PostgresConnectionClosed()) }
+            return self.query(query, logger: logger) { row in
                 let count = try collected.append { try decode(row) }
                 if let progress, count % 1_000 == 0 { progress.tick() }
             }

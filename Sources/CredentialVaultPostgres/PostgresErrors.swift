@@ -47,6 +47,7 @@ enum PostgresErrors {
             }
             return unavailable(configuration, "the transaction failed")
         }
+        if error is PostgresConnectionClosed { return unavailable(configuration, "the server closed the connection") }
         guard let error = error as? PSQLError else {
             return unavailable(configuration, "connection failed: \(type(of: error))")
         }

@@ -11,17 +11,36 @@ import PostgresNIO
 struct PostgresPrimaryClient: Sendable {
     let selection: PostgresPrimarySelection
 
-    /// Runs `closure` in a transaction on the primary (as `PostgresClient.withTransaction`).
+    /// Runs `closure` in a transaction on the primary (as `PostgresClient.withTransaction`, but
+    /// `BEGIN`, `COMMIT` and `ROLLBACK` are sent only on an open connection: `PostgresOpenSend`).
+    /// Throws what `closure` threw (after the rollback), else what `BEGIN` or `COMMIT` threw.
     func withTransaction<Result>(
         logger: Logger,
-        file: String = #file,
-        line: Int = #line,
         isolation: isolated (any Actor)? = #isolation,
         _ closure: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         let client = try await selection.primary()
         do {
-            return try await client.withTransaction(logger: logger, file: file, line: line, isolation: isolation, closure)
+            return try await client.withConnection(isolation: isolation) { connection in
+                try await connection.commandIfOpen("BEGIN", logger: logger)
+                let value: Result
+                do {
+                    value = try await closure(connection)
+                } catch {
+                    // A connection the server closed has no transaction left to roll back. One that
+                    // could not roll back is closed, never given back to the pool inside a transaction.
+                    if !connection.isClosed {
+                        do {
+                            try await connection.commandIfOpen("ROLLBACK", logger: logger)
+                        } catch {
+                            try? await connection.close()
+                        }
+                    }
+                    throw error
+                }
+                try await connection.commandIfOpen("COMMIT", logger: logger)
+                return value
+            }
         } catch {
             throw lost(error)
         }

@@ -105,7 +105,7 @@ final class PostgresPrimarySelection: Sendable {
     /// server is shutting down or starting, it answered as a standby, or it refused a write as
     /// read-only (SQLSTATE 25006).
     static func lostPrimary(_ error: any Error) -> Bool {
-        if error is PostgresStandbyAnswer { return true }
+        if error is PostgresStandbyAnswer || error is PostgresConnectionClosed { return true }
         if let error = error as? VaultError { return error.code == .serverUnavailable }
         if let transaction = error as? PostgresTransactionError {
             guard let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError else { return true }

@@ -63,7 +63,7 @@ extension PostgresSecretStore {
             // make a sequential scan of all the vault's entry rows, materialized to disk, look
             // cheaper than the index ranges (an import of 100,000 entries took over a minute).
             // For this transaction only: its statements all have the primary key indexes to use.
-            try await connection.query(
+            try await connection.queryIfOpen(
                 "SELECT pg_catalog.set_config('jit', 'off', true), pg_catalog.set_config('enable_seqscan', 'off', true)", logger: logger)
         }
         // Unlocked, the rollback rule's floor is the one held before the statement was sent: the
@@ -163,7 +163,7 @@ extension PostgresSecretStore {
             sealed == nil && originals[PostgresBucket.index(of: lookup, bits: bits)]?.rows[lookup] != nil ? ByteBuffer(bytes: lookup) : nil
         }
         if !single, !removed.isEmpty {
-            try await connection.query(
+            try await connection.queryIfOpen(
                 "DELETE FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = ANY(\(removed)::bytea[])", logger: logger)
             progress?.tick()
         }
@@ -197,7 +197,9 @@ extension PostgresSecretStore {
                 // ready again. The next statement on it waits for that; a failed commit fails it.
                 // Unprepared: an error here must never be one that has the write sent again
                 // (`refusedPreparing`), as the write may have been committed.
-                try await connection.query("SELECT 1", logger: options.logger)
+                // Sent only on an open connection (`PostgresOpenSend`): postgres-nio closes it on the
+                // error of a failed commit, and a statement written after that would wait forever.
+                try await connection.commandIfOpen("SELECT 1", logger: options.logger)
                 progress?.tick()
             }
             return (.buckets(newGenerations), stored)
@@ -210,14 +212,14 @@ extension PostgresSecretStore {
             let batchGenerations = batch.map { Int64(newGenerations[PostgresBucket.index(of: $0.0, bits: bits)] ?? 0) }
             let batchSealed = batch.map { ByteBuffer(bytes: $0.1) }
             if end < written.count {
-                try await connection.query("""
+                try await connection.queryIfOpen("""
                     INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
                     SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
                     FROM unnest(\(batchLookups)::bytea[], \(batchGenerations)::bigint[], \(batchSealed)::bytea[]) AS u(lookup, row_generation, sealed)
                     ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
                     """, logger: logger)
             } else {
-                try await connection.query("""
+                try await connection.queryIfOpen("""
                     WITH written AS (
                         INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
                         SELECT \(vaultID), u.lookup, u.row_generation, u.sealed
@@ -312,16 +314,16 @@ extension PostgresSecretStore {
         }
         switch (prepared, locking) {
         case (true, true):
-            for try await row in try await connection.execute(statement, logger: options.logger) { try take(row) }
+            for try await row in try await connection.executeIfOpen(statement, logger: options.logger) { try take(row) }
         case (true, false):
-            for try await row in try await connection.execute(PostgresBucketSnapshot(read: statement), logger: options.logger) { try take(row) }
+            for try await row in try await connection.executeIfOpen(PostgresBucketSnapshot(read: statement), logger: options.logger) { try take(row) }
         case (false, true):
             let query = PostgresQuery(unsafeSQL: PostgresBucketLock.sql, binds: try statement.makeBindings())
-            for try await row in try await connection.query(query, logger: options.logger) { try take(try statement.decodeRow(row)) }
+            for try await row in try await connection.queryIfOpen(query, logger: options.logger) { try take(try statement.decodeRow(row)) }
         case (false, false):
             let snapshot = PostgresBucketSnapshot(read: statement)
             let query = PostgresQuery(unsafeSQL: PostgresBucketSnapshot.sql, binds: try snapshot.makeBindings())
-            for try await row in try await connection.query(query, logger: options.logger) { try take(try snapshot.decodeRow(row)) }
+            for try await row in try await connection.queryIfOpen(query, logger: options.logger) { try take(try snapshot.decodeRow(row)) }
         }
         return (sealedBuckets, rows)
     }
@@ -361,9 +363,9 @@ extension PostgresSecretStore {
                                                              on connection: PostgresConnection) async throws -> Int64? {
         var count: Int64?
         if prepared {
-            for try await row in try await connection.execute(statement, logger: options.logger) { count = row }
+            for try await row in try await connection.executeIfOpen(statement, logger: options.logger) { count = row }
         } else {
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings()),
+            for try await row in try await connection.queryIfOpen(PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings()),
                                                             logger: options.logger) {
                 count = try statement.decodeRow(row)
             }

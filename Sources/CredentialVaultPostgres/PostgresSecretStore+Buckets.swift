@@ -11,7 +11,7 @@ extension PostgresSecretStore {
     /// Inserts every bucket row of a store (2^bits, in bucket order) in one statement.
     static func insertBuckets(_ sealed: [[UInt8]], vaultID: [UInt8], on connection: PostgresConnection, logger: Logger) async throws {
         let buckets = sealed.map { ByteBuffer(bytes: $0) }
-        try await connection.query("""
+        try await connection.queryIfOpen("""
             INSERT INTO vault_buckets (vault_id, bucket, sealed)
             SELECT \(ByteBuffer(bytes: vaultID)), (u.n - 1)::integer, u.sealed
             FROM unnest(\(buckets)::bytea[]) WITH ORDINALITY AS u(sealed, n)
@@ -201,13 +201,13 @@ extension PostgresSecretStore {
     func lockSessionRows(session: String, on connection: PostgresConnection) async throws {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         guard case let .buckets(bits) = layout.withLock({ $0 }) else {
-            try await connection.query("SELECT 1 FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: options.logger)
+            try await connection.queryIfOpen("SELECT 1 FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: options.logger)
             return
         }
         let buckets = try [SessionEntryNames.accessToken, SessionEntryNames.refreshToken].map { name in
             Int32(bitPattern: PostgresBucket.index(of: try PostgresRowCodec.lookup(owner: session, name: name, keys: keys), bits: bits))
         }
-        try await connection.query("""
+        try await connection.queryIfOpen("""
             SELECT bucket FROM vault_buckets WHERE vault_id = \(vaultID) AND bucket = ANY(\(Array(Set(buckets)).sorted())::integer[])
             ORDER BY bucket FOR UPDATE
             """, logger: options.logger)
@@ -222,7 +222,7 @@ extension PostgresSecretStore {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var answer: (Bool, [UInt8], [UInt8], (Int64, [UInt8])?, (Int64, [UInt8])?)?
         for try await (inRecovery, accessBucketSealed, refreshBucketSealed, accessGeneration, accessSealed, refreshGeneration, refreshSealed)
-            in try await connection.query("""
+            in try await connection.queryIfOpen("""
             SELECT pg_catalog.pg_is_in_recovery(), ab.sealed, rb.sealed, a.row_generation, a.sealed, r.row_generation, r.sealed
             FROM vault_buckets ab JOIN vault_buckets rb ON rb.vault_id = ab.vault_id AND rb.bucket = \(Int32(refreshBucket))
             LEFT JOIN vault_entries a ON a.vault_id = ab.vault_id AND a.lookup = \(ByteBuffer(bytes: accessLookup))

@@ -18,16 +18,16 @@ extension PostgresSecretStore {
         let logger = options.logger
         let destroyed = try await PostgresErrors.guarding(configuration, timeout: options.operationTimeout, watch: client.selection.deadlines) {
             try await client.withTransaction(logger: logger) { connection -> Bool in
-                for try await present in try await connection.query(
+                for try await present in try await connection.queryIfOpen(
                     "SELECT to_regclass('vault_stores') IS NOT NULL AND to_regclass('vault_entries') IS NOT NULL",
                     logger: logger).decode(Bool.self) where !present {
                     return false
                 }
-                try await connection.query("""
+                try await connection.queryIfOpen("""
                     DELETE FROM vault_entries WHERE vault_id IN (SELECT vault_id FROM vault_stores WHERE store_name = \(storeName))
                     """, logger: logger)
                 var removed = false
-                for try await _ in try await connection.query(
+                for try await _ in try await connection.queryIfOpen(
                     "DELETE FROM vault_stores WHERE store_name = \(storeName) RETURNING 1", logger: logger).decode(Int32.self) {
                     removed = true
                 }

@@ -27,7 +27,7 @@ extension PostgresSecretStore {
         try Self.validate(changes)
         let newState = try await guarding {
             try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                try await connection.queryIfOpen("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 return try await self.apply(changes, on: connection).0
             }
         }
@@ -72,7 +72,7 @@ extension PostgresSecretStore {
             // Through the store's guarding: a standby answering the token read has the primary sought again.
             outcome = try await guarding(timeout: options.operationTimeout * 7) {
                 try await client.withTransaction(logger: logger) { connection in
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                    try await connection.queryIfOpen("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                     let current = try await self.readCredentials(session: session, on: connection)
                     if !isValid(current) {
                         guard let refreshToken = current.refreshToken else {
@@ -137,7 +137,7 @@ extension PostgresSecretStore {
         }
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var answer: (state: [UInt8], access: (Int64, [UInt8])?, refresh: (Int64, [UInt8])?)?
-        for try await (state, accessGeneration, accessSealed, refreshGeneration, refreshSealed) in try await connection.query("""
+        for try await (state, accessGeneration, accessSealed, refreshGeneration, refreshSealed) in try await connection.queryIfOpen("""
             SELECT s.state, a.row_generation, a.sealed, r.row_generation, r.sealed FROM vault_stores s
             LEFT JOIN vault_entries a ON a.vault_id = s.vault_id AND a.lookup = \(ByteBuffer(bytes: accessLookup))
             LEFT JOIN vault_entries r ON r.vault_id = s.vault_id AND r.lookup = \(ByteBuffer(bytes: refreshLookup))
@@ -227,7 +227,7 @@ extension PostgresSecretStore {
         let lockKey = try sessionLockKey(session)
         let (removed, newState) = try await guarding {
             try await client.withTransaction(logger: logger) { connection -> (Credentials?, PostgresCommitted?) in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                try await connection.queryIfOpen("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 let current: Credentials
                 do {
                     current = try await self.readCredentials(session: session, on: connection)

@@ -53,11 +53,11 @@ extension PostgresSecretStore {
                     try rows.sealed(vaultID: self.vaultID, storeName: self.storeName, bucket: UInt32(bucket), keys: self.keys)
                 }
                 // No bucket rows of a version 2 store are valid; any there (left by hand) go.
-                try await connection.query("DELETE FROM vault_buckets WHERE vault_id = \(vaultID)", logger: logger)
+                try await connection.queryIfOpen("DELETE FROM vault_buckets WHERE vault_id = \(vaultID)", logger: logger)
                 try await Self.insertBuckets(sealed, vaultID: self.vaultID, on: connection, logger: logger)
                 progress.tick()
                 let newState = try PostgresStateV3(bucketBits: bits).sealed(vaultID: self.vaultID, storeName: self.storeName, keys: self.keys)
-                try await connection.query(
+                try await connection.queryIfOpen(
                     "UPDATE vault_stores SET state = \(ByteBuffer(bytes: newState)) WHERE vault_id = \(vaultID)", logger: logger)
                 return (state.rowGenerations == nil ? 1 : 2, bits, Optional(state.generation))
             }

@@ -165,7 +165,7 @@ extension PostgresSecretStore {
     func lockedSealedState(on connection: PostgresConnection, logger: Logger) async throws -> [UInt8] {
         let vaultID = ByteBuffer(bytes: self.vaultID)
         var sealedState: [UInt8]?
-        for try await buffer in try await connection.query(
+        for try await buffer in try await connection.queryIfOpen(
             "SELECT state FROM vault_stores WHERE vault_id = \(vaultID) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
             sealedState = Array(buffer: buffer)
         }
@@ -221,7 +221,7 @@ extension PostgresSecretStore {
                 let sealed = try PostgresRowCodec.seal(VaultEntry(metadata: metadata, secret: entry.secret), vaultID: self.vaultID,
                                                        lookup: lookup, rowGeneration: newGeneration, keys: keys)
                 let generationColumn = Int64(newGeneration)
-                try await connection.query("""
+                try await connection.queryIfOpen("""
                     INSERT INTO vault_entries (vault_id, lookup, row_generation, sealed)
                     VALUES (\(vaultID), \(ByteBuffer(bytes: lookup)), \(generationColumn), \(ByteBuffer(bytes: sealed)))
                     ON CONFLICT (vault_id, lookup) DO UPDATE SET row_generation = EXCLUDED.row_generation, sealed = EXCLUDED.sealed
@@ -232,7 +232,7 @@ extension PostgresSecretStore {
             case let .remove(name, owner):
                 let lookup = try PostgresRowCodec.lookup(owner: owner, name: name, keys: keys)
                 guard rows[lookup] != nil else { throw VaultError.entryNotFound(Self.displayName(name, owner: owner)) }
-                try await connection.query(
+                try await connection.queryIfOpen(
                     "DELETE FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = \(ByteBuffer(bytes: lookup))", logger: logger)
                 progress?.tick()
                 rows[lookup] = nil
@@ -243,7 +243,7 @@ extension PostgresSecretStore {
                              fix: "remove entries you no longer need")
         }
         let newState = try PostgresVaultState.make(generation: newGeneration, rows: rows.mapValues { UInt64($0) })
-        try await connection.query("""
+        try await connection.queryIfOpen("""
             UPDATE vault_stores SET state = \(ByteBuffer(bytes: try newState.sealed(vaultID: self.vaultID, storeName: storeName, keys: keys)))
             WHERE vault_id = \(vaultID)
             """, logger: logger)
@@ -253,7 +253,7 @@ extension PostgresSecretStore {
     /// Reads and opens one row inside a transaction.
     func readRow(lookup: [UInt8], rowGeneration: Int64, on connection: PostgresConnection) async throws -> VaultEntry {
         let vaultID = ByteBuffer(bytes: self.vaultID)
-        for try await buffer in try await connection.query(
+        for try await buffer in try await connection.queryIfOpen(
             "SELECT sealed FROM vault_entries WHERE vault_id = \(vaultID) AND lookup = \(ByteBuffer(bytes: lookup))",
             logger: options.logger).decode(ByteBuffer.self) {
             return try PostgresRowCodec.open(Array(buffer: buffer), vaultID: self.vaultID, lookup: lookup,

@@ -185,7 +185,7 @@ public final class PostgresSecretStore: Sendable {
                     // One statement decides, not a check before the insert: of clients creating
                     // the same name at once, one inserts and the others (waiting on its key) insert nothing.
                     var inserted = false
-                    for try await _ in try await connection.query("""
+                    for try await _ in try await connection.queryIfOpen("""
                         INSERT INTO vault_stores (store_name, vault_id, key_slot, state)
                         VALUES (\(storeName), \(ByteBuffer(bytes: vaultID)), \(ByteBuffer(bytes: slot.encoded())), \(ByteBuffer(bytes: state)))
                         ON CONFLICT (store_name) DO NOTHING RETURNING 1
@@ -318,29 +318,29 @@ public final class PostgresSecretStore: Sendable {
     @discardableResult
     static func ensureSchema(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
         var tables = false, procedure = false
-        for try await (tablesThere, procedureThere) in try await connection.query(PostgresSchema.tablesPresent, logger: logger)
+        for try await (tablesThere, procedureThere) in try await connection.queryIfOpen(PostgresSchema.tablesPresent, logger: logger)
             .decode((Bool, Bool).self) {
             (tables, procedure) = (tablesThere, procedureThere)
         }
         if tables && procedure { return try await writeProcedureUsable(connection, logger: logger) }
-        try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
+        try await connection.queryIfOpen("SELECT pg_advisory_xact_lock(\(PostgresSchema.schemaLockKey))", logger: logger)
         // Again under the lock: another process may have made them meanwhile.
-        for try await (tablesThere, procedureThere) in try await connection.query(PostgresSchema.tablesPresent, logger: logger)
+        for try await (tablesThere, procedureThere) in try await connection.queryIfOpen(PostgresSchema.tablesPresent, logger: logger)
             .decode((Bool, Bool).self) {
             (tables, procedure) = (tablesThere, procedureThere)
         }
         if !tables {
-            try await connection.query(PostgresSchema.createStores, logger: logger)
-            try await connection.query(PostgresSchema.createEntries, logger: logger)
-            try await connection.query(PostgresSchema.createBuckets, logger: logger)
+            try await connection.queryIfOpen(PostgresSchema.createStores, logger: logger)
+            try await connection.queryIfOpen(PostgresSchema.createEntries, logger: logger)
+            try await connection.queryIfOpen(PostgresSchema.createBuckets, logger: logger)
         }
         if !procedure {
-            try await connection.query("SAVEPOINT vault_write_procedure", logger: logger)
+            try await connection.queryIfOpen("SAVEPOINT vault_write_procedure", logger: logger)
             do {
-                try await connection.query(PostgresSchema.createWriteProcedure, logger: logger)
-                try await connection.query("RELEASE SAVEPOINT vault_write_procedure", logger: logger)
+                try await connection.queryIfOpen(PostgresSchema.createWriteProcedure, logger: logger)
+                try await connection.queryIfOpen("RELEASE SAVEPOINT vault_write_procedure", logger: logger)
             } catch let error as PSQLError where error.code == .server {
-                try await connection.query("ROLLBACK TO SAVEPOINT vault_write_procedure", logger: logger)
+                try await connection.queryIfOpen("ROLLBACK TO SAVEPOINT vault_write_procedure", logger: logger)
                 logger.notice("the write procedure vault_bucket_write_v3 could not be created; writes of one entry take three statements",
                               metadata: ["sqlstate": "\(error.serverInfo?[.sqlState] ?? "?")"])
             }
@@ -351,7 +351,7 @@ public final class PostgresSecretStore: Sendable {
     /// `PostgresSchema.writeProcedureUsable`, asked on `connection`.
     static func writeProcedureUsable(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
         var usable = false
-        for try await answer in try await connection.query(PostgresQuery(unsafeSQL: "SELECT " + PostgresSchema.writeProcedureUsable),
+        for try await answer in try await connection.queryIfOpen(PostgresQuery(unsafeSQL: "SELECT " + PostgresSchema.writeProcedureUsable),
                                                            logger: logger).decode(Bool?.self) {
             usable = answer == true
         }

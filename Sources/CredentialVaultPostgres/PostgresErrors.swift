@@ -39,14 +39,9 @@ enum PostgresErrors {
 
     static func mapped(_ error: any Error, _ configuration: PostgresStoreConfiguration) -> any Error {
         if error is VaultError || error is CancellationError { return error }
-        if let transaction = error as? PostgresTransactionError {
-            // What the transaction's own code threw (a tampered row, a taken name) comes first;
-            // the rollback that followed it succeeded or, if not, the server is gone anyway.
-            if let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError {
-                return mapped(inner, configuration)
-            }
-            return unavailable(configuration, "the transaction failed")
-        }
+        // What a transaction's own code threw (a tampered row, a taken name) comes as it is; a
+        // failed BEGIN or COMMIT as what the server answered.
+        if let failed = error as? PostgresTransactionCommandError { return mapped(failed.underlying, configuration) }
         if error is PostgresConnectionClosed { return unavailable(configuration, "the server closed the connection") }
         guard let error = error as? PSQLError else {
             return unavailable(configuration, "connection failed: \(type(of: error))")

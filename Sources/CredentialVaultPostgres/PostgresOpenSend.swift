@@ -25,6 +25,10 @@ extension PostgresConnection {
     /// - Throws: `PostgresConnectionClosed` when it is closed; else what `send` throws.
     func sendingIfOpen<Result>(_ send: () async throws -> Result) async throws -> Result {
         try await withTaskExecutorPreference(EventLoopSendExecutor(eventLoop)) {
+            // The closure runs on the preferred executor because it is a plain nonisolated async
+            // closure, and postgres-nio's call writes before its first suspension: checked in debug
+            // builds (the tests), as either changing would bring the lost statement back unseen.
+            eventLoop.assertInEventLoop()
             guard !isClosed else { throw PostgresConnectionClosed() }
             return try await send()
         }
@@ -55,7 +59,8 @@ struct PostgresConnectionClosed: Error, CustomStringConvertible {
     var description: String { "the server closed the connection" }
 }
 
-/// A task executor whose jobs run on one SwiftNIO event loop.
+/// A task executor whose jobs run on one SwiftNIO event loop (a loop of postgres-nio's own group,
+/// which is never shut down while the process runs: a shut-down loop drops the jobs given to it).
 private final class EventLoopSendExecutor: TaskExecutor {
     private let eventLoop: any EventLoop
 

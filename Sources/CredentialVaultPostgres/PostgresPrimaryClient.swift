@@ -5,15 +5,17 @@ import PostgresNIO
 /// (`PostgresPrimarySelection`), probing the hosts first when there is none or it was lost, and
 /// a failure that means the primary was lost marks it so for the next call.
 ///
-/// It has the calls of `PostgresClient` the store makes, with the same signatures, so that the
-/// store's statements read the same as with one server. Errors are `PostgresClient`'s, except a
-/// write refused as read-only (a standby), which becomes `.serverUnavailable`.
+/// It has the calls of `PostgresClient` the store makes, with the same signatures (but
+/// `withTransaction`'s, which sends `BEGIN`/`COMMIT`/`ROLLBACK` itself), so that the store's
+/// statements read the same as with one server. Errors are `PostgresClient`'s, except a write
+/// refused as read-only (a standby), which becomes `.serverUnavailable`, and a transaction's:
+/// what its closure threw, as thrown, or a failed `BEGIN`/`COMMIT` (`PostgresTransactionCommandError`).
 struct PostgresPrimaryClient: Sendable {
     let selection: PostgresPrimarySelection
 
     /// Runs `closure` in a transaction on the primary (as `PostgresClient.withTransaction`, but
     /// `BEGIN`, `COMMIT` and `ROLLBACK` are sent only on an open connection: `PostgresOpenSend`).
-    /// Throws what `closure` threw (after the rollback), else what `BEGIN` or `COMMIT` threw.
+    /// Throws what `closure` threw (after the rollback), else `PostgresTransactionCommandError`.
     func withTransaction<Result>(
         logger: Logger,
         isolation: isolated (any Actor)? = #isolation,
@@ -22,7 +24,11 @@ struct PostgresPrimaryClient: Sendable {
         let client = try await selection.primary()
         do {
             return try await client.withConnection(isolation: isolation) { connection in
-                try await connection.commandIfOpen("BEGIN", logger: logger)
+                do {
+                    try await connection.commandIfOpen("BEGIN", logger: logger)
+                } catch {
+                    throw PostgresTransactionCommandError(command: "BEGIN", underlying: error)
+                }
                 let value: Result
                 do {
                     value = try await closure(connection)
@@ -38,7 +44,11 @@ struct PostgresPrimaryClient: Sendable {
                     }
                     throw error
                 }
-                try await connection.commandIfOpen("COMMIT", logger: logger)
+                do {
+                    try await connection.commandIfOpen("COMMIT", logger: logger)
+                } catch {
+                    throw PostgresTransactionCommandError(command: "COMMIT", underlying: error)
+                }
                 return value
             }
         } catch {
@@ -88,4 +98,14 @@ struct PostgresPrimaryClient: Sendable {
         selection.markStale()
         return selection.unavailable(after: error)
     }
+}
+
+/// A transaction's `BEGIN` or `COMMIT` that failed (`PostgresPrimaryClient.withTransaction`): kept
+/// apart from what the transaction's own statements threw, so that a failed COMMIT is never taken
+/// for a statement the server could not prepare (which is sent again, unprepared).
+struct PostgresTransactionCommandError: Error {
+    /// `BEGIN` or `COMMIT`.
+    let command: String
+    /// What sending it threw.
+    let underlying: any Error
 }

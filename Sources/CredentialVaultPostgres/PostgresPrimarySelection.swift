@@ -107,10 +107,7 @@ final class PostgresPrimarySelection: Sendable {
     static func lostPrimary(_ error: any Error) -> Bool {
         if error is PostgresStandbyAnswer || error is PostgresConnectionClosed { return true }
         if let error = error as? VaultError { return error.code == .serverUnavailable }
-        if let transaction = error as? PostgresTransactionError {
-            guard let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError else { return true }
-            return lostPrimary(inner)
-        }
+        if let failed = error as? PostgresTransactionCommandError { return lostPrimary(failed.underlying) }
         guard let error = error as? PSQLError else { return false }
         guard error.code == .server else { return true }
         let state = error.serverInfo?[.sqlState] ?? ""
@@ -120,7 +117,7 @@ final class PostgresPrimarySelection: Sendable {
     /// The error an operation that lost the primary reports: `.serverUnavailable`, saying why
     /// when the server answered as a standby or refused a write as read-only.
     func unavailable(after error: any Error) -> any Error {
-        if error is PostgresStandbyAnswer || (error as? PostgresTransactionError)?.closureError is PostgresStandbyAnswer {
+        if error is PostgresStandbyAnswer {
             return noPrimary("a host answered as a standby (in recovery); its rows are never used")
         }
         if Self.sqlState(of: error) == "25006" {
@@ -130,10 +127,7 @@ final class PostgresPrimarySelection: Sendable {
     }
 
     private static func sqlState(of error: any Error) -> String? {
-        if let transaction = error as? PostgresTransactionError,
-           let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError {
-            return sqlState(of: inner)
-        }
+        if let failed = error as? PostgresTransactionCommandError { return sqlState(of: failed.underlying) }
         guard let error = error as? PSQLError, error.code == .server else { return nil }
         return error.serverInfo?[.sqlState]
     }

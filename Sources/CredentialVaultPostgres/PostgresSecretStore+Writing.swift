@@ -62,12 +62,12 @@ extension PostgresSecretStore {
             let prepared = self.preparedReads.load(ordering: .relaxed)
             do {
                 return try await self.send(changes, progress: progress, prepared: prepared)
-            } catch where prepared && Self.refusedPreparing((error as? PostgresTransactionError)?.closureError ?? error) {
+            } catch where prepared && Self.refusedPreparing(error) {
                 // As reads: a pooler that cannot keep named statements has this store write unprepared
                 // from now on; a statement whose preparing failed (postgres-nio keeps the failure on its
                 // connection) is sent unprepared this once. Nothing was written (a transaction was rolled
                 // back; an optimistic write fails before its one writing statement or in it): sent again whole.
-                if PostgresEntryRead.isUnsupported((error as? PostgresTransactionError)?.closureError ?? error) {
+                if PostgresEntryRead.isUnsupported(error) {
                     self.preparedReads.store(false, ordering: .relaxed)
                 }
                 return try await self.send(changes, progress: progress, prepared: false)

@@ -176,7 +176,10 @@ let package = Package(
         .testTarget(
             name: "CredentialVaultPostgresTests",
             dependencies: ["CredentialVaultPostgres", "CredentialVault", "VaultCrypto", "VaultPostgresTestWorker",
-                           "CredentialVaultOAuth", "OAuthServerSupport", "TestScheduling"]
+                           "CredentialVaultOAuth", "OAuthServerSupport", "TestScheduling",
+                           // PostgresTransactionCutTests drives a leased connection itself.
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         // The OAuth commands against the real server, through the built executables.
         .testTarget(

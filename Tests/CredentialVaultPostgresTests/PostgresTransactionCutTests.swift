@@ -38,9 +38,7 @@ struct PostgresTransactionCutTests {
         let url = try server?.url ?? PostgresServer.requireURL()
         let directory = server?.directory ?? ""
         try await ClosingStores.run { stores in
-            let store = stores.keep(try await PostgresSecretStore.create(
-                configuration: try PostgresServer.configuration(url: url), key: try PostgresServer.newKey(),
-                options: PostgresServer.options(timeout: .seconds(60))))
+            let store = stores.keep(try await Self.newStore(url: url))
             try await store.put(NewEntry(name: "before", secret: SecureBytes("one"), kind: .password))
             let logger = store.options.logger
 
@@ -76,9 +74,7 @@ struct PostgresTransactionCutTests {
     func aStatementOnAClosedConnectionFailsAtOnce() async throws {
         let url = try PostgresServer.requireURL()
         try await ClosingStores.run { stores in
-            let store = stores.keep(try await PostgresSecretStore.create(
-                configuration: try PostgresServer.configuration(url: url), key: try PostgresServer.newKey(),
-                options: PostgresServer.options(timeout: .seconds(60))))
+            let store = stores.keep(try await Self.newStore(url: url))
             let logger = store.options.logger
             let sendTime = SendTime()
             let outcome = await Self.outcome(within: .seconds(60)) {
@@ -94,6 +90,12 @@ struct PostgresTransactionCutTests {
             #expect(PostgresPrimarySelection.lostPrimary(PostgresConnectionClosed()))
             #expect(try await store.list().isEmpty)
         }
+    }
+
+    /// A new store on the server at `url`, its operations given 60 s.
+    static func newStore(url: String) async throws -> PostgresSecretStore {
+        try await PostgresSecretStore.create(configuration: try PostgresServer.configuration(url: url),
+                                             key: try PostgresServer.newKey(), options: PostgresServer.options(timeout: .seconds(60)))
     }
 
     /// How long the statement sent after the close took to end (nil while it has not).

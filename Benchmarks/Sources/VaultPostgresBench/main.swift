@@ -674,7 +674,7 @@ if !onlyGet {
                    figure(largest, clients, "`secret(named:)`").flatMap { g in figure(largest, clients, "floor: bare `SELECT`").map { g.p50 / $0.p50 } },
                    { $0 <= 1.5 })
         }
-        if onlyGet || onlyPut {
+        if onlyPut {
             print("- fleet refresh: exactly one refresh per expiry round at every size and client count: not measured")
         } else {
             let refreshOK = results.allSatisfy { $0.refreshesPerRound == 1 }

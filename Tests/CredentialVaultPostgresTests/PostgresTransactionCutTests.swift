@@ -31,7 +31,7 @@ struct PostgresTransactionCutTests {
     }
 
     @Test("the statement after the close fails at once, the transaction ends without waiting on a ROLLBACK, and the same store writes on",
-          .timeLimit(.minutes(3)), arguments: Cut.allCases)
+          .timeLimit(.minutes(10)), arguments: Cut.allCases)
     func theNextStatementFailsAtOnce(cut: Cut) async throws {
         let server = cut == .immediateRestart ? try PrivatePostgresServer() : nil
         defer { server?.cleanUp() }
@@ -58,8 +58,10 @@ struct PostgresTransactionCutTests {
             // Without the open check the statement is never answered, and neither is a ROLLBACK
             // sent after it (postgres-nio's own withTransaction): the outcome is "still waiting".
             #expect(outcome == "\(PostgresConnectionClosed.self)")
-            // At once: not at the operation's deadline (60 s here), nor after a wait of any length.
-            #expect(sendTime.elapsed.map { $0 < .seconds(5) } == true, "\(String(describing: sendTime.elapsed))")
+            // At once: an unanswered statement never ends. The bound is a third of the 60 s budget,
+            // not a latency target: under AddressSanitizer on two cores the whole test waits its turn
+            // for minutes (the clean-clone CI's sanitizer stage, 2026-11-29: a 3-minute limit ran out).
+            #expect(sendTime.elapsed.map { $0 < .seconds(20) } == true, "\(String(describing: sendTime.elapsed))")
 
             // The primary is sought again; the same store reads and writes (a restarted server may
             // take a moment to accept connections: the operations wait within their deadline).
@@ -70,7 +72,7 @@ struct PostgresTransactionCutTests {
     }
 
     @Test("BEGIN (any statement) on a connection the server closed fails at once with PostgresConnectionClosed",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(10)))
     func aStatementOnAClosedConnectionFailsAtOnce() async throws {
         let url = try PostgresServer.requireURL()
         try await ClosingStores.run { stores in
@@ -86,7 +88,7 @@ struct PostgresTransactionCutTests {
                 }
             }
             #expect(outcome == "\(PostgresConnectionClosed.self)")
-            #expect(sendTime.elapsed.map { $0 < .seconds(5) } == true, "\(String(describing: sendTime.elapsed))")
+            #expect(sendTime.elapsed.map { $0 < .seconds(20) } == true, "\(String(describing: sendTime.elapsed))")
             #expect(PostgresPrimarySelection.lostPrimary(PostgresConnectionClosed()))
             #expect(try await store.list().isEmpty)
         }
@@ -123,14 +125,14 @@ struct PostgresTransactionCutTests {
         return backend
     }
 
-    /// Waits (at most 10 s) until postgres-nio has seen the server close `connection`, then 200 ms
+    /// Waits (at most 30 s) until postgres-nio has seen the server close `connection`, then 200 ms
     /// more: SwiftNIO takes the channel's handlers away in a later job of its event loop, and a
     /// statement written after that is the one postgres-nio never answers.
     static func waitUntilClosed(_ connection: PostgresConnection) async throws {
-        for _ in 0..<200 where !connection.isClosed {
+        for _ in 0..<600 where !connection.isClosed {
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(connection.isClosed, "the server's close was not seen within 10 s")
+        #expect(connection.isClosed, "the server's close was not seen within 30 s")
         try await Task.sleep(for: .milliseconds(200))
     }
 

@@ -9,22 +9,28 @@ extension PostgresSecretStore {
     /// Any other server error is met by the same query unprepared, for this read only:
     /// postgres-nio keeps a failed Parse on its connection, and a genuine error (a table
     /// dropped by a restore) fails the unprepared query too and is reported as before.
+    ///
+    /// The statement is sent on a leased connection only while it is open (`PostgresOpenSend`),
+    /// and its rows are read before the lease ends: a connection the server closed between the
+    /// pool's lease and the write fails the read at once instead of leaving it unanswered.
     func lastRow<S: PostgresPreparedStatement>(of statement: S) async throws -> S.Row? {
         let logger = options.logger
-        var answer: S.Row?
-        var prepared = preparedReads.load(ordering: .relaxed)
-        if prepared {
+        if preparedReads.load(ordering: .relaxed) {
             do {
-                for try await row in try await client.execute(statement, logger: logger) { answer = row }
+                return try await client.withConnection { connection in
+                    var answer: S.Row?
+                    for try await row in try await connection.executeIfOpen(statement, logger: logger) { answer = row }
+                    return answer
+                }
             } catch where PostgresEntryRead.isServerError(error) {
                 if PostgresEntryRead.isUnsupported(error) { preparedReads.store(false, ordering: .relaxed) }
-                prepared = false
             }
         }
-        if !prepared {
-            let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
-            for try await row in try await client.query(query, logger: logger) { answer = try statement.decodeRow(row) }
+        let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
+        return try await client.withConnection { connection in
+            var answer: S.Row?
+            for try await row in try await connection.queryIfOpen(query, logger: logger) { answer = try statement.decodeRow(row) }
+            return answer
         }
-        return answer
     }
 }

@@ -5,9 +5,11 @@ import PostgresNIO
 /// (`PostgresPrimarySelection`), probing the hosts first when there is none or it was lost, and
 /// a failure that means the primary was lost marks it so for the next call.
 ///
-/// It has the calls of `PostgresClient` the store makes, with the same signatures (but
-/// `withTransaction`'s, which sends `BEGIN`/`COMMIT`/`ROLLBACK` itself), so that the store's
-/// statements read the same as with one server. Errors are `PostgresClient`'s, except a write
+/// It has the two calls of `PostgresClient` the store makes, `withConnection` and `withTransaction`
+/// (which sends `BEGIN`/`COMMIT`/`ROLLBACK` itself), so that the store's statements read the same
+/// as with one server. There is no `query` or `execute`: the pool would write those statements
+/// itself, without the open check of `PostgresOpenSend`, so the store sends every statement on a
+/// connection it leased, and reads the rows before the lease ends. Errors are `PostgresClient`'s, except a write
 /// refused as read-only (a standby), which becomes `.serverUnavailable`, and a transaction's:
 /// what its closure threw, as thrown, or a failed `BEGIN`/`COMMIT` (`PostgresTransactionCommandError`).
 struct PostgresPrimaryClient: Sendable {
@@ -64,29 +66,6 @@ struct PostgresPrimaryClient: Sendable {
         let client = try await selection.primary()
         do {
             return try await client.withConnection(isolation: isolation, closure)
-        } catch {
-            throw lost(error)
-        }
-    }
-
-    /// Sends `query` to the primary (as `PostgresClient.query`).
-    func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line)
-        async throws -> PostgresRowSequence {
-        let client = try await selection.primary()
-        do {
-            return try await client.query(query, logger: logger, file: file, line: line)
-        } catch {
-            throw lost(error)
-        }
-    }
-
-    /// Executes a prepared statement on the primary (as `PostgresClient.execute`).
-    func execute<Statement: PostgresPreparedStatement, Row>(
-        _ preparedStatement: Statement, logger: Logger? = nil, file: String = #fileID, line: Int = #line
-    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
-        let client = try await selection.primary()
-        do {
-            return try await client.execute(preparedStatement, logger: logger, file: file, line: line)
         } catch {
             throw lost(error)
         }

@@ -161,9 +161,12 @@ final class PostgresPrimarySelection: Sendable {
             for candidate in candidates {
                 group.addTask {
                     let inRecovery = try? await PostgresErrors.guarding(configuration, timeout: configuration.connectTimeout, watch: deadlines) {
-                        var answer: Bool?
-                        for try await value in try await candidate.client.query("SELECT pg_catalog.pg_is_in_recovery()", logger: logger)
-                            .decode(Bool.self) { answer = value }
+                        let answer = try await candidate.client.withConnection { connection in
+                            var answer: Bool?
+                            for try await value in try await connection.queryIfOpen("SELECT pg_catalog.pg_is_in_recovery()", logger: logger)
+                                .decode(Bool.self) { answer = value }
+                            return answer
+                        }
                         guard let answer else { throw PostgresStandbyAnswer() }
                         return answer
                     }

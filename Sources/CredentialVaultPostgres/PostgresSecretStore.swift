@@ -225,13 +225,18 @@ public final class PostgresSecretStore: Sendable {
             let logger = options.logger
             let row: (vaultID: [UInt8], slot: [UInt8], state: [UInt8], procedure: Bool) = try await PostgresErrors.guarding(
                 configuration, timeout: options.operationTimeout, watch: client.selection.deadlines) {
-                let rows = try await client.query("""
-                    SELECT vault_id, key_slot, state, \(unescaped: PostgresSchema.writeProcedureUsable)
-                    FROM vault_stores WHERE store_name = \(storeName)
-                    """, logger: logger)
-                for try await (vaultID, slot, state, procedure) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Bool?).self) {
-                    return (Array(buffer: vaultID), Array(buffer: slot), Array(buffer: state), procedure == true)
+                let found = try await client.withConnection { connection in
+                    let rows = try await connection.queryIfOpen("""
+                        SELECT vault_id, key_slot, state, \(unescaped: PostgresSchema.writeProcedureUsable)
+                        FROM vault_stores WHERE store_name = \(storeName)
+                        """, logger: logger)
+                    var found: (vaultID: [UInt8], slot: [UInt8], state: [UInt8], procedure: Bool)?
+                    for try await (vaultID, slot, state, procedure) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer, Bool?).self) {
+                        found = (Array(buffer: vaultID), Array(buffer: slot), Array(buffer: state), procedure == true)
+                    }
+                    return found
                 }
+                if let found { return found }
                 throw VaultError(.notFound, "no vault named \(TerminalText.escaped(storeName)) in this database",
                                  fix: "create it first, or check the store name")
             }

@@ -12,8 +12,8 @@ import VaultCrypto
 struct PostgresBucketPreparedWriteTests {
     private func prepared(_ store: PostgresSecretStore) async throws -> Set<String> {
         var names: Set<String> = []
-        for try await name in try await store.client.query("SELECT name FROM pg_prepared_statements").decode(String.self) {
-            names.insert(name)
+        for row in try await store.client.rows("SELECT name FROM pg_prepared_statements") {
+            names.insert(try row.decode(String.self))
         }
         return names
     }
@@ -44,7 +44,7 @@ struct PostgresBucketPreparedWriteTests {
 
         // What PgBouncer's server_reset_query does between clients: the statements are gone from the
         // server while the driver still thinks them prepared (SQLSTATE 26000 on the next write).
-        _ = try await store.client.query("DEALLOCATE ALL").collect()
+        _ = try await store.client.rows("DEALLOCATE ALL")
         try await store.put(NewEntry(name: "c", secret: SecureBytes("value-c")))
         let preparedAfter = store.preparedReads.load(ordering: .relaxed)
         #expect(!preparedAfter)

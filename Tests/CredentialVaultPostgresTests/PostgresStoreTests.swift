@@ -205,8 +205,8 @@ struct PostgresStoreTests {
         #expect(try await store.secret(named: "a") == SecureBytes("value-a"))
         func preparedOnConnection() async throws -> Int {
             var count = 0
-            for try await value in try await store.client.query(
-                "SELECT count(*)::int FROM pg_prepared_statements WHERE name = \(PostgresBucketRead.name)").decode(Int.self) { count = value }
+            for row in try await store.client.rows(
+                "SELECT count(*)::int FROM pg_prepared_statements WHERE name = \(PostgresBucketRead.name)") { count = try row.decode(Int.self) }
             return count
         }
         #expect(try await preparedOnConnection() == 1)
@@ -214,7 +214,7 @@ struct PostgresStoreTests {
         #expect(preparedBefore)
         // What PgBouncer's server_reset_query (DISCARD ALL) does between clients: the statement is
         // gone from the server while the driver still thinks it is prepared (SQLSTATE 26000).
-        _ = try await store.client.query("DEALLOCATE ALL").collect()
+        _ = try await store.client.rows("DEALLOCATE ALL")
         #expect(try await store.secret(named: "a") == SecureBytes("value-a"))
         let preparedAfter = store.preparedReads.load(ordering: .relaxed)
         #expect(!preparedAfter)

@@ -36,8 +36,8 @@ struct PostgresWriteProcedureTests {
     /// The names of the statements prepared on `store`'s connection (one connection: the one it writes on).
     static func prepared(_ store: PostgresSecretStore) async throws -> Set<String> {
         var names: Set<String> = []
-        for try await name in try await store.client.query("SELECT name FROM pg_prepared_statements").decode(String.self) {
-            names.insert(name)
+        for row in try await store.client.rows("SELECT name FROM pg_prepared_statements") {
+            names.insert(try row.decode(String.self))
         }
         return names
     }

@@ -20,8 +20,9 @@ import PostgresNIO
 /// connection still has its handler, which answers or fails every statement written to it; a
 /// closed one fails at once with `PostgresConnectionClosed` (the server is unavailable).
 extension PostgresConnection {
-    /// Runs `send` (one postgres-nio call that writes a statement, and waits for the start of its
-    /// answer) on this connection's event loop, if the connection is open there.
+    /// Runs `send` (a postgres-nio call that writes a statement and waits for the start of its
+    /// answer, and may then read its rows) on this connection's event loop, if the connection is
+    /// open there.
     /// - Throws: `PostgresConnectionClosed` when it is closed; else what `send` throws.
     func sendingIfOpen<Result>(_ send: () async throws -> Result) async throws -> Result {
         try await withTaskExecutorPreference(EventLoopSendExecutor(eventLoop)) {

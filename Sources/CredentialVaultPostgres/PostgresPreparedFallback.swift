@@ -12,15 +12,19 @@ extension PostgresSecretStore {
     ///
     /// The statement is sent on a leased connection only while it is open (`PostgresOpenSend`),
     /// and its rows are read before the lease ends: a connection the server closed between the
-    /// pool's lease and the write fails the read at once instead of leaving it unanswered.
+    /// pool's lease and the write fails the read at once instead of leaving it unanswered. The
+    /// whole read runs on the connection's event loop, where its answer arrives (measured: no
+    /// slower than the pool's own `execute`, whose answer resumes the caller on another thread).
     func lastRow<S: PostgresPreparedStatement>(of statement: S) async throws -> S.Row? {
         let logger = options.logger
         if preparedReads.load(ordering: .relaxed) {
             do {
                 return try await client.withConnection { connection in
-                    var answer: S.Row?
-                    for try await row in try await connection.executeIfOpen(statement, logger: logger) { answer = row }
-                    return answer
+                    try await connection.sendingIfOpen {
+                        var answer: S.Row?
+                        for try await row in try await connection.execute(statement, logger: logger) { answer = row }
+                        return answer
+                    }
                 }
             } catch where PostgresEntryRead.isServerError(error) {
                 if PostgresEntryRead.isUnsupported(error) { preparedReads.store(false, ordering: .relaxed) }
@@ -28,9 +32,11 @@ extension PostgresSecretStore {
         }
         let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
         return try await client.withConnection { connection in
-            var answer: S.Row?
-            for try await row in try await connection.queryIfOpen(query, logger: logger) { answer = try statement.decodeRow(row) }
-            return answer
+            try await connection.sendingIfOpen {
+                var answer: S.Row?
+                for try await row in try await connection.query(query, logger: logger) { answer = try statement.decodeRow(row) }
+                return answer
+            }
         }
     }
 }

@@ -27,8 +27,10 @@ extension PostgresConnection {
     func sendingIfOpen<Result>(_ send: () async throws -> Result) async throws -> Result {
         try await withTaskExecutorPreference(EventLoopSendExecutor(eventLoop)) {
             // The closure runs on the preferred executor because it is a plain nonisolated async
-            // closure, and postgres-nio's call writes before its first suspension: checked in debug
-            // builds (the tests), as either changing would bring the lost statement back unseen.
+            // closure: checked in debug builds (the tests). postgres-nio's call writes before its
+            // first suspension (1.33.2: PostgresConnection.swift's `query` and prepared `execute`
+            // write, then await): read it again on an upgrade, as either changing would bring the
+            // lost statement back unseen.
             eventLoop.assertInEventLoop()
             guard !isClosed else { throw PostgresConnectionClosed() }
             return try await send()

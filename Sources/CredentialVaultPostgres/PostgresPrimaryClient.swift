@@ -9,9 +9,10 @@ import PostgresNIO
 /// (which sends `BEGIN`/`COMMIT`/`ROLLBACK` itself), so that the store's statements read the same
 /// as with one server. There is no `query` or `execute`: the pool would write those statements
 /// itself, without the open check of `PostgresOpenSend`, so the store sends every statement on a
-/// connection it leased, and reads the rows before the lease ends. Errors are `PostgresClient`'s, except a write
-/// refused as read-only (a standby), which becomes `.serverUnavailable`, and a transaction's:
-/// what its closure threw, as thrown, or a failed `BEGIN`/`COMMIT` (`PostgresTransactionCommandError`).
+/// connection it leased, and reads the rows before the lease ends. Errors are `PostgresClient`'s,
+/// except a write refused as read-only (a standby), which becomes `.serverUnavailable`, and a
+/// transaction's: what its closure threw, as thrown, or a failed `BEGIN`/`COMMIT`
+/// (`PostgresTransactionCommandError`).
 struct PostgresPrimaryClient: Sendable {
     let selection: PostgresPrimarySelection
 
